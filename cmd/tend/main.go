@@ -1,0 +1,89 @@
+// Command tend is Tend's one binary.
+//
+//	tend manager   runs the controllers (leader election, metrics, probes)
+//
+// Run "tend COMMAND -h" for a command's flags.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tend-dev/tend/internal/manager"
+)
+
+// controllers lists every controller the manager can run, for --controllers.
+var controllers = []manager.Controller{}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// run executes one subcommand and returns the process exit code.
+func run(args []string, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "manager":
+		err = runManager(args[1:], stderr)
+	case "-h", "-help", "--help", "help":
+		usage(stderr)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "tend: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "tend %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: tend COMMAND [flags]
+
+Commands:
+  manager   run the Tend controllers
+
+Run "tend COMMAND -h" for a command's flags.
+`)
+}
+
+func runManager(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tend manager", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts := manager.DefaultOptions()
+	opts.BindFlags(fs)
+	config.RegisterFlags(fs) // --kubeconfig
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	selected, err := manager.SelectControllers(controllers, opts.Controllers)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("finding the apiserver: %w", err)
+	}
+	return manager.Run(ctrl.SetupSignalHandler(), cfg, opts, selected)
+}

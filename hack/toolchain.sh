@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Builds Tend's toolchain from pinned Go modules into a cache outside the
+# repository, and prints where each tool is.
+#
+#   hack/toolchain.sh TOOL...      build what is missing, print each binary's path
+#   hack/toolchain.sh --envtest    build kube-apiserver, etcd and kubectl, print
+#                                  the directory to use as KUBEBUILDER_ASSETS
+#   hack/toolchain.sh --all        build every tool
+#   hack/toolchain.sh --cache-dir  print the cache directory
+#
+# Nothing is downloaded but Go modules. Each tool group (hack/tools/<group>) is
+# cached under $TEND_CACHE/toolchain/<group>-<version>-<hash of its go.mod and
+# go.sum>/bin, so a version bump or a dependency change builds afresh while a
+# fresh clone of the same commit (CI) reuses what an earlier run built. A build
+# writes to a temporary name and renames it into place, so a build that was
+# killed half-way never leaves a broken binary behind.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=versions.env
+source "$root/hack/versions.env"
+cache=${TEND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend}/toolchain
+
+# group_of TOOL prints the hack/tools group that builds TOOL.
+group_of() {
+	case $1 in
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl) echo kubernetes ;;
+	etcd | etcdctl | etcdutl) echo etcd ;;
+	controller-gen) echo controller-gen ;;
+	golangci-lint) echo golangci-lint ;;
+	*)
+		echo "toolchain: unknown tool '$1'" >&2
+		return 1
+		;;
+	esac
+}
+
+# package_of TOOL prints the Go package that TOOL is built from.
+package_of() {
+	case $1 in
+	kube-* | kubelet | kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
+	etcd) echo go.etcd.io/etcd/server/v3 ;;
+	etcdctl | etcdutl) echo "go.etcd.io/etcd/$1/v3" ;;
+	controller-gen) echo sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+	golangci-lint) echo github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+	esac
+}
+
+version_of_group() {
+	case $1 in
+	kubernetes) echo "$KUBERNETES_VERSION" ;;
+	etcd) echo "$ETCD_VERSION" ;;
+	controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
+	golangci-lint) echo "$GOLANGCI_LINT_VERSION" ;;
+	esac
+}
+
+# ldflags_of GROUP prints the linker flags that stamp the version a tool reports.
+ldflags_of() {
+	local v
+	v=$(version_of_group "$1")
+	case $1 in
+	kubernetes)
+		local major minor x
+		major=${v#v}
+		major=${major%%.*}
+		minor=${v#v*.}
+		minor=${minor%%.*}
+		for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+			x+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+		done
+		echo "-s -w$x"
+		;;
+	golangci-lint) echo "-s -w -X main.version=${v#v}" ;;
+	*) echo "-s -w" ;;
+	esac
+}
+
+# dir_of GROUP prints the cache directory for GROUP at its pinned version.
+dir_of() {
+	local src=$root/hack/tools/$1 sum
+	sum=$(cat "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-12)
+	echo "$cache/$1-$(version_of_group "$1")-$sum"
+}
+
+# build TOOL builds TOOL unless the cache has it, and prints its path.
+build() {
+	local tool=$1 group dir bin
+	group=$(group_of "$tool")
+	dir=$(dir_of "$group")
+	bin=$dir/bin/$tool
+	if [[ -x $bin ]]; then
+		echo "$bin"
+		return
+	fi
+	mkdir -p "$dir/bin"
+	# One builder at a time per group: a second caller waits, then finds the binary.
+	exec {lock}>"$dir/.lock"
+	flock "$lock"
+	if [[ ! -x $bin ]]; then
+		local start=$SECONDS
+		echo "toolchain: building $tool $(version_of_group "$group") (this takes minutes the first time)" >&2
+		(
+			cd "$root/hack/tools/$group"
+			CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_of "$group")" \
+				-o "$bin.tmp.$$" "$(package_of "$tool")"
+		) || {
+			rm -f "$bin.tmp.$$"
+			echo "toolchain: building $tool failed; see the go output above" >&2
+			return 1
+		}
+		mv -f "$bin.tmp.$$" "$bin"
+		echo "toolchain: built $tool in $((SECONDS - start))s" >&2
+	fi
+	exec {lock}>&-
+	echo "$bin"
+}
+
+# envtest builds the binaries that envtest runs and prints a directory holding
+# all of them, for KUBEBUILDER_ASSETS.
+envtest() {
+	local assets=$cache/envtest-$KUBERNETES_VERSION-$ETCD_VERSION tool path
+	mkdir -p "$assets"
+	for tool in kube-apiserver etcd kubectl; do
+		path=$(build "$tool")
+		ln -sfn "$path" "$assets/$tool"
+	done
+	echo "$assets"
+}
+
+all_tools=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd etcdctl etcdutl controller-gen golangci-lint)
+
+case ${1:-} in
+"")
+	sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+	;;
+--cache-dir) echo "$cache" ;;
+--envtest) envtest ;;
+--all) for t in "${all_tools[@]}"; do build "$t"; done ;;
+*) for t in "$@"; do build "$t"; done ;;
+esac

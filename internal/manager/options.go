@@ -1,0 +1,156 @@
+package manager
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// Options are the manager's settings, one field per command-line flag.
+type Options struct {
+	// MetricsAddr is where /metrics is served; "0" turns it off.
+	MetricsAddr string
+	// MetricsSecure serves metrics over HTTPS, with the caller authenticated
+	// and authorized by the apiserver (TokenReview and SubjectAccessReview).
+	MetricsSecure bool
+	// ProbeAddr is where /healthz and /readyz are served.
+	ProbeAddr string
+
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+
+	// Controllers picks which controllers run, as kube-controller-manager's
+	// flag of the same name does: "*" is every controller, "name" enables
+	// one, "-name" disables one.
+	Controllers []string
+
+	// QPS and Burst limit the client's requests to the apiserver. A negative
+	// QPS turns the client-side limiter off and leaves fairness to the
+	// apiserver's API Priority and Fairness.
+	QPS   float64
+	Burst int
+
+	Zap zap.Options
+}
+
+// DefaultOptions returns the settings that apply when no flag is given.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:      ":8443",
+		MetricsSecure:    true,
+		ProbeAddr:        ":8081",
+		LeaderElectionID: "tend.tend.dev",
+		LeaseDuration:    15 * time.Second,
+		RenewDeadline:    10 * time.Second,
+		RetryPeriod:      2 * time.Second,
+		Controllers:      []string{"*"},
+		QPS:              -1,
+	}
+}
+
+// BindFlags registers one flag per option on fs, with o's values as defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr,
+		`Address the metrics endpoint binds to, for example ":8443"; "0" turns metrics off.`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"Serve metrics over HTTPS and require an authenticated, authorized caller.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr,
+		"Address the /healthz and /readyz endpoints bind to.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Elect a leader through a Lease so that only one replica reconciles at a time.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID,
+		"Name of the leader-election Lease.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"Namespace of the leader-election Lease; in a pod it defaults to the pod's namespace.")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration,
+		"How long a follower waits before it may take over a Lease that is not renewed.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline,
+		"How long the leader keeps trying to renew its Lease before it stops leading.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod,
+		"How often leader-election clients retry.")
+	fs.Func("controllers",
+		`Comma-separated controllers to run: "*" runs all, "name" enables one, "-name" disables one (default "*").`,
+		func(v string) error {
+			o.Controllers = splitList(v)
+			return nil
+		})
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS,
+		"Requests per second to the apiserver; negative leaves rate limiting to API Priority and Fairness.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst,
+		"Burst of requests to the apiserver, with a positive --kube-api-qps.")
+	o.Zap.BindFlags(fs)
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// SelectControllers returns the controllers of all that the --controllers
+// list enables, in the order of all. An unknown name is an error, so a typo
+// never silently runs nothing.
+func SelectControllers(all []Controller, list []string) ([]Controller, error) {
+	known := make(map[string]bool, len(all))
+	for _, c := range all {
+		known[c.Name] = true
+	}
+	star := false
+	enabled := map[string]bool{}
+	disabled := map[string]bool{}
+	for _, item := range list {
+		name, off := strings.CutPrefix(item, "-")
+		switch {
+		case item == "*":
+			star = true
+			continue
+		case !known[name]:
+			return nil, fmt.Errorf("unknown controller %q in --controllers; known controllers: %s",
+				name, strings.Join(names(all), ", "))
+		case off:
+			disabled[name] = true
+		default:
+			enabled[name] = true
+		}
+	}
+	var out []Controller
+	for _, c := range all {
+		if disabled[c.Name] {
+			continue
+		}
+		if star || enabled[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func names(all []Controller) []string {
+	out := make([]string, 0, len(all))
+	for _, c := range all {
+		out = append(out, c.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Controller is one reconciler that the manager can run.
+type Controller struct {
+	// Name is what --controllers calls it, for example "podset".
+	Name string
+	// Setup registers the controller, and anything it serves, with mgr.
+	Setup func(mgr ctrl.Manager) error
+}

@@ -1,0 +1,17 @@
+// Package scheme holds the one runtime.Scheme that Tend's manager, agents and
+// tests share: the built-in Kubernetes kinds plus every Tend API group. It
+// registers types and nothing else.
+package scheme
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// Scheme knows every kind that Tend reads or writes.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+}

@@ -1,0 +1,159 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/tend-dev/tend/internal/scheme"
+)
+
+// Env is one kube-apiserver and etcd shared by the tests of a package.
+type Env struct {
+	// Config reaches the apiserver as a cluster administrator.
+	Config *rest.Config
+	// Client is an uncached client on Config, with Tend's scheme.
+	Client client.Client
+	// Root is the repository's root directory.
+	Root string
+
+	env *envtest.Environment
+}
+
+// New returns an Env that Run will start.
+func New() *Env { return &Env{} }
+
+// Run starts the apiserver, runs the package's tests, stops the apiserver, and
+// returns the exit code for os.Exit. Call it from TestMain:
+//
+//	var env = testenv.New()
+//	func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+func (e *Env) Run(m *testing.M) int {
+	if err := e.start(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	code := m.Run()
+	if err := e.env.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: stopping the apiserver: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func (e *Env) start() error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	e.Root = root
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		if assets, err = buildAssets(root); err != nil {
+			return err
+		}
+	}
+	e.env = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme.Scheme,
+	}
+	cfg, err := e.env.Start()
+	if err != nil {
+		return fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	e.Config = cfg
+	e.Client, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	return nil
+}
+
+// buildAssets asks the toolchain for the envtest binaries, building them
+// when the cache lacks them, so that a bare "go test" works as "make test" does.
+func buildAssets(root string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(root, "hack", "toolchain.sh"), "--envtest")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("KUBEBUILDER_ASSETS is unset and hack/toolchain.sh --envtest failed: %w\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// repoRoot finds the directory of Tend's go.mod above the working directory,
+// which go test sets to the package's directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/tend-dev/tend\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of github.com/tend-dev/tend above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Kubeconfig writes a kubeconfig for a cluster administrator of the apiserver
+// into a temporary file and returns its path, for tests that run a binary.
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	user, err := e.env.AddUser(envtest.User{Name: "tend-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("adding a user to the apiserver: %v", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("writing a kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Namespace creates a namespace for the calling test and deletes it when the
+// test ends. Its name starts with the test's name.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	prefix := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(prefix) > 40 {
+		prefix = strings.TrimRight(prefix[:40], "-")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		// envtest runs no namespace controller, so the namespace stays
+		// Terminating; its name is unique, so that harms no other test.
+		_ = e.Client.Delete(context.Background(), ns)
+	})
+	return ns.Name
+}

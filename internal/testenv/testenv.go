@@ -41,13 +41,13 @@ func New() *Env { return &Env{} }
 //	var env = testenv.New()
 //	func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 func (e *Env) Run(m *testing.M) int {
-	if err := e.start(); err != nil {
+	if err := e.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		return 1
 	}
 	code := m.Run()
-	if err := e.env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: stopping the apiserver: %v\n", err)
+	if err := e.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		if code == 0 {
 			code = 1
 		}
@@ -55,7 +55,17 @@ func (e *Env) Run(m *testing.M) int {
 	return code
 }
 
-func (e *Env) start() error {
+// Stop stops the apiserver and etcd that Start started.
+func (e *Env) Stop() error {
+	if err := e.env.Stop(); err != nil {
+		return fmt.Errorf("stopping the apiserver: %w", err)
+	}
+	return nil
+}
+
+// Start starts the apiserver and installs the CRDs, for a TestMain that
+// must start other servers too; Run does this and Stop for the common case.
+func (e *Env) Start() error {
 	root, err := repoRoot()
 	if err != nil {
 		return err

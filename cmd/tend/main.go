@@ -16,11 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tend-dev/tend/internal/controller/queue"
 	"github.com/tend-dev/tend/internal/manager"
 )
-
-// controllers lists every controller the manager can run, for --controllers.
-var controllers = []manager.Controller{}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
@@ -69,6 +67,12 @@ func runManager(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	opts := manager.DefaultOptions()
 	opts.BindFlags(fs)
+	queueOpts := queue.DefaultOptions()
+	queueOpts.BindFlags(fs)
+	// Every controller the manager can run, for --controllers.
+	controllers := []manager.Controller{
+		queue.Controller(&queueOpts),
+	}
 	config.RegisterFlags(fs) // --kubeconfig
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 )
 
 // Scheme knows every kind that Tend reads or writes.
@@ -14,4 +16,5 @@ var Scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(sqsv1alpha1.AddToScheme(Scheme))
 }

@@ -1,0 +1,67 @@
+package v1alpha1
+
+// Condition types of a Queue.
+const (
+	// ConditionReady is True when the queue exists in SQS and matches the spec.
+	ConditionReady = "Ready"
+	// ConditionSynced is True when the last exchange with SQS succeeded; when
+	// False, its reason and message say what failed and what to do.
+	ConditionSynced = "Synced"
+)
+
+// Reasons of the Ready condition.
+const (
+	// ReasonAvailable: the queue exists and matches the spec.
+	ReasonAvailable = "Available"
+	// ReasonCreating: the queue is being created or brought in line.
+	ReasonCreating = "Creating"
+	// ReasonDeleting: the Queue is being deleted.
+	ReasonDeleting = "Deleting"
+	// ReasonQueueMissing: the queue does not exist and Tend will not create
+	// it (adoption: Adopt).
+	ReasonQueueMissing = "QueueMissing"
+	// ReasonUnavailable: Tend could not tell; see the Synced condition.
+	ReasonUnavailable = "Unavailable"
+)
+
+// Reasons of the Synced condition.
+const (
+	// ReasonSynced: the last exchange with SQS succeeded.
+	ReasonSynced = "Synced"
+	// ReasonPending: Tend has not yet reached SQS for this Queue.
+	ReasonPending = "Pending"
+	// ReasonInvalidSpec: SQS rejected the spec; fix it and Tend tries again.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonCredentialsError: SQS refused the credentials; fix the Secret or
+	// the manager's identity.
+	ReasonCredentialsError = "CredentialsError"
+	// ReasonQueueExists: a queue of this name exists that Tend did not create,
+	// and adoption is None.
+	ReasonQueueExists = "QueueExists"
+	// ReasonQueueDeletedRecently: SQS refuses to re-create a name for 60
+	// seconds after a delete; Tend waits.
+	ReasonQueueDeletedRecently = "QueueDeletedRecently"
+	// ReasonWaitingForDeadLetterQueue: the Queue named by
+	// redrive.deadLetterQueueRef is missing or not Ready yet.
+	ReasonWaitingForDeadLetterQueue = "WaitingForDeadLetterQueue"
+	// ReasonConnectionError: the connection settings could not be used (for
+	// example the Secret is missing a key).
+	ReasonConnectionError = "ConnectionError"
+	// ReasonThrottled: SQS, or Tend's own limiter, asked to slow down; Tend
+	// retries later.
+	ReasonThrottled = "Throttled"
+	// ReasonUpstreamError: SQS failed or could not be reached; Tend retries
+	// with backoff.
+	ReasonUpstreamError = "UpstreamError"
+)
+
+// Annotations on a Queue.
+const (
+	// AnnotationReleaseFinalizer, set to "true" on a Queue being deleted, lets
+	// the deletion finish without deleting the SQS queue, for when SQS cannot
+	// be reached or the credentials are gone for good.
+	AnnotationReleaseFinalizer = "sqs.tend.dev/release-finalizer"
+)
+
+// Finalizer guards the deletion of the SQS queue.
+const Finalizer = "sqs.tend.dev/queue"

@@ -1,0 +1,175 @@
+package queue
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+
+	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
+)
+
+// SQS attribute names, as the API spells them.
+const (
+	attrDelaySeconds                  = "DelaySeconds"
+	attrVisibilityTimeout             = "VisibilityTimeout"
+	attrMessageRetentionPeriod        = "MessageRetentionPeriod"
+	attrMaximumMessageSize            = "MaximumMessageSize"
+	attrReceiveMessageWaitTimeSeconds = "ReceiveMessageWaitTimeSeconds"
+	attrFifoQueue                     = "FifoQueue"
+	attrContentBasedDeduplication     = "ContentBasedDeduplication"
+	attrSqsManagedSseEnabled          = "SqsManagedSseEnabled"
+	attrPolicy                        = "Policy"
+	attrRedrivePolicy                 = "RedrivePolicy"
+	attrQueueArn                      = "QueueArn"
+)
+
+// ownerTag marks a queue as managed by one Queue, "<namespace>/<name>", so
+// that a pass that lost its status write still knows the queue is its own.
+const ownerTag = "tend.dev/queue"
+
+// desiredAttributes returns the SQS attributes that the spec declares, with
+// dlqARN as the redrive target when the spec has a redrive. Attributes the
+// spec leaves unset are absent: Tend leaves them as they are.
+func desiredAttributes(spec *sqsv1alpha1.QueueSpec, dlqARN string) map[string]string {
+	attrs := map[string]string{}
+	setInt := func(name string, v *int32) {
+		if v != nil {
+			attrs[name] = strconv.Itoa(int(*v))
+		}
+	}
+	setBool := func(name string, v *bool) {
+		if v != nil {
+			attrs[name] = strconv.FormatBool(*v)
+		}
+	}
+	setInt(attrDelaySeconds, spec.DelaySeconds)
+	setInt(attrVisibilityTimeout, spec.VisibilityTimeout)
+	setInt(attrMessageRetentionPeriod, spec.MessageRetentionPeriod)
+	setInt(attrMaximumMessageSize, spec.MaximumMessageSize)
+	setInt(attrReceiveMessageWaitTimeSeconds, spec.ReceiveMessageWaitTimeSeconds)
+	setBool(attrContentBasedDeduplication, spec.ContentBasedDeduplication)
+	setBool(attrSqsManagedSseEnabled, spec.SQSManagedSSEEnabled)
+	if spec.Policy != nil {
+		attrs[attrPolicy] = string(spec.Policy.Raw)
+	}
+	if spec.Redrive != nil {
+		attrs[attrRedrivePolicy] = redrivePolicy(dlqARN, spec.Redrive.MaxReceiveCount)
+	}
+	return attrs
+}
+
+// createAttributes are the attributes of CreateQueue: the declared ones, and
+// FifoQueue, which only a create may set.
+func createAttributes(spec *sqsv1alpha1.QueueSpec, dlqARN string) map[string]string {
+	attrs := desiredAttributes(spec, dlqARN)
+	if spec.FIFOQueue {
+		attrs[attrFifoQueue] = "true"
+	}
+	return attrs
+}
+
+func redrivePolicy(arn string, maxReceiveCount int32) string {
+	b, _ := json.Marshal(map[string]any{"deadLetterTargetArn": arn, "maxReceiveCount": maxReceiveCount})
+	return string(b)
+}
+
+// attributeChanges returns the desired attributes whose observed value
+// differs, compared by meaning: JSON documents as documents, numbers as
+// numbers. It is what SetQueueAttributes must send; nil when nothing drifted.
+func attributeChanges(desired, observed map[string]string) map[string]string {
+	var changes map[string]string
+	for _, name := range slices.Sorted(maps.Keys(desired)) {
+		want, got := desired[name], observed[name]
+		if sameAttribute(name, want, got) {
+			continue
+		}
+		if changes == nil {
+			changes = map[string]string{}
+		}
+		changes[name] = want
+	}
+	return changes
+}
+
+func sameAttribute(name, want, got string) bool {
+	switch name {
+	case attrPolicy, attrRedrivePolicy:
+		return sameJSON(want, got)
+	default:
+		return want == got
+	}
+}
+
+// sameJSON says whether two JSON documents mean the same. Numbers compare by
+// value and a number equals its decimal string, because SQS hands back
+// RedrivePolicy's maxReceiveCount as either. Text that is not JSON compares
+// as text.
+func sameJSON(a, b string) bool {
+	var va, vb any
+	if json.Unmarshal([]byte(a), &va) != nil || json.Unmarshal([]byte(b), &vb) != nil {
+		return a == b
+	}
+	return reflect.DeepEqual(normalizeJSON(va), normalizeJSON(vb))
+}
+
+func normalizeJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = normalizeJSON(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = normalizeJSON(e)
+		}
+		return out
+	case string:
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
+		}
+		return v
+	default:
+		return v
+	}
+}
+
+// desiredTags returns the queue's tags as the spec declares them, plus the
+// owner tag. With spec.tags unset, only the owner tag is Tend's business.
+func desiredTags(q *sqsv1alpha1.Queue) map[string]string {
+	tags := maps.Clone(q.Spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[ownerTag] = ownerValue(q)
+	return tags
+}
+
+func ownerValue(q *sqsv1alpha1.Queue) string { return q.Namespace + "/" + q.Name }
+
+// tagChanges returns the tags to set and the keys to remove so that observed
+// becomes desired. Keys absent from desired are removed only when the spec
+// declares its tags (manageAll); otherwise foreign tags are left alone.
+func tagChanges(desired, observed map[string]string, manageAll bool) (set map[string]string, remove []string) {
+	for k, v := range desired {
+		if got, ok := observed[k]; !ok || got != v {
+			if set == nil {
+				set = map[string]string{}
+			}
+			set[k] = v
+		}
+	}
+	if manageAll {
+		for k := range observed {
+			if _, ok := desired[k]; !ok {
+				remove = append(remove, k)
+			}
+		}
+		slices.Sort(remove)
+	}
+	return set, remove
+}

@@ -1,0 +1,174 @@
+package queue
+
+import (
+	"context"
+	"flag"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
+	tendaws "github.com/tend-dev/tend/internal/aws"
+	"github.com/tend-dev/tend/internal/manager"
+)
+
+// +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// Name is the controller's name for --controllers.
+const Name = "queue"
+
+// Index keys of the Queue cache.
+const (
+	indexSecret = "spec.connection.secretRef.name"
+	indexDLQ    = "spec.redrive.deadLetterQueueRef.name"
+)
+
+// Options are the queue controller's settings.
+type Options struct {
+	// Connection is the manager's default AWS connection; its Limiters are
+	// built from QPS and Burst.
+	Region      string
+	EndpointURL string
+	// QPS and Burst size the token bucket of each SQS endpoint, shared by
+	// every worker.
+	QPS   float64
+	Burst int
+	// Workers is how many Queues reconcile at once.
+	Workers int
+	// Timeout bounds one pass, all of its SQS calls included.
+	Timeout time.Duration
+}
+
+// DefaultOptions returns the settings used when no flag is given.
+func DefaultOptions() Options {
+	return Options{QPS: tendaws.DefaultQPS, Burst: tendaws.DefaultBurst, Workers: 4, Timeout: 30 * time.Second}
+}
+
+// BindFlags registers the controller's flags on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Region, "sqs-region", o.Region, "AWS region of the SQS queues; empty uses AWS_REGION and the SDK's chain.")
+	fs.StringVar(&o.EndpointURL, "sqs-endpoint", o.EndpointURL, "SQS endpoint URL; empty uses AWS_ENDPOINT_URL_SQS and the SDK's chain.")
+	fs.Float64Var(&o.QPS, "sqs-qps", o.QPS, "SQS calls per second per endpoint, shared by all workers.")
+	fs.IntVar(&o.Burst, "sqs-burst", o.Burst, "Burst of SQS calls per endpoint.")
+	fs.IntVar(&o.Workers, "queue-workers", o.Workers, "Queues reconciled at once.")
+	fs.DurationVar(&o.Timeout, "sqs-timeout", o.Timeout, "Time limit of one Queue reconcile, its SQS calls included.")
+}
+
+// Controller returns the queue controller for the manager's registry. opts
+// is read when the manager starts, after the flags are parsed.
+func Controller(opts *Options) manager.Controller {
+	return manager.Controller{Name: Name, Setup: func(mgr ctrl.Manager) error {
+		limiters, err := tendaws.NewLimiters(tendaws.LimiterOptions{QPS: opts.QPS, Burst: opts.Burst})
+		if err != nil {
+			return err
+		}
+		r := &Reconciler{
+			Client:   mgr.GetClient(),
+			Recorder: mgr.GetEventRecorder("tend-queue"),
+			Connector: &Connector{Reader: mgr.GetClient(), Default: tendaws.Connection{
+				Region: opts.Region, EndpointURL: opts.EndpointURL, Limiters: limiters,
+			}},
+			Timeout: opts.Timeout,
+		}
+		return r.SetupWithManager(mgr, opts.Workers)
+	}}
+}
+
+// Reconciler keeps SQS queues in line with Queues.
+type Reconciler struct {
+	client.Client
+	Recorder  events.EventRecorder
+	Connector *Connector
+	// Timeout bounds one pass. Zero means 30s.
+	Timeout time.Duration
+	// Clock stamps lastSyncTime. Nil means the real clock.
+	Clock clock.PassiveClock
+	// Jitter spreads a poll interval; nil means ±10% at random.
+	Jitter func(time.Duration) time.Duration
+}
+
+// jitter returns d give or take up to 10%, so that Queues created together do
+// not poll SQS together.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
+}
+
+// SetupWithManager registers the controller and the cache indexes it needs.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Jitter == nil {
+		r.Jitter = jitter
+	}
+	if r.Timeout == 0 {
+		r.Timeout = 30 * time.Second
+	}
+	ctx := context.Background()
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &sqsv1alpha1.Queue{}, indexSecret, func(o client.Object) []string {
+		if c := o.(*sqsv1alpha1.Queue).Spec.Connection; c != nil && c.SecretRef != nil {
+			return []string{c.SecretRef.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &sqsv1alpha1.Queue{}, indexDLQ, func(o client.Object) []string {
+		if rd := o.(*sqsv1alpha1.Queue).Spec.Redrive; rd != nil && rd.DeadLetterQueueRef != nil {
+			return []string{rd.DeadLetterQueueRef.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		// Only spec and annotation changes start a pass: a pass's own status
+		// write must not cost another round of SQS calls.
+		For(&sqsv1alpha1.Queue{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexSecret))).
+		// A dead-letter Queue becoming Ready (its status) lets its users go on.
+		Watches(&sqsv1alpha1.Queue{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexDLQ))).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			// Failed passes back off per Queue from 1s to 5m: gentle with SQS
+			// and with the apiserver when thousands fail at once.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+		}).
+		Complete(r)
+}
+
+// queuesFor maps an object to the Queues in its namespace whose index key
+// names it.
+func (r *Reconciler) queuesFor(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list sqsv1alpha1.QueueList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing Queues to requeue", "index", index, "object", client.ObjectKeyFromObject(o))
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, q := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&q)})
+		}
+		return reqs
+	}
+}

@@ -1,0 +1,15 @@
+// Package queue reconciles sqs.tend.dev Queues with real SQS queues.
+//
+// A pass observes the queue in SQS (two calls at steady state: its attributes
+// and its tags), then creates it, repairs what drifted, or does nothing, and
+// publishes its URL and ARN in status and in the ConfigMap <name>-queue.
+// Every SQS call goes through internal/aws: one shared token bucket per
+// endpoint, one attempt, a deadline, and classified errors. A pass never
+// waits: a throttled or failed call ends the pass with a requeue, and steady
+// state writes nothing to Kubernetes.
+//
+// Decisions (what to set, what drifted, may this queue be adopted) are pure
+// functions in attributes.go and adoption.go, table-tested; reconcile.go only
+// sequences them. The package must not keep state between passes beyond
+// caches that can be rebuilt.
+package queue

@@ -1,0 +1,81 @@
+package queue
+
+import (
+	"errors"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
+)
+
+// initConditions sets both conditions on a Queue's first pass, as Unknown,
+// so that kubectl shows them from the start.
+func initConditions(q *sqsv1alpha1.Queue) {
+	if findCondition(q, sqsv1alpha1.ConditionReady) == nil {
+		setReady(q, metav1.ConditionUnknown, sqsv1alpha1.ReasonCreating, "Tend has not reached SQS for this Queue yet")
+	}
+	if findCondition(q, sqsv1alpha1.ConditionSynced) == nil {
+		setSynced(q, metav1.ConditionUnknown, sqsv1alpha1.ReasonPending, "Tend has not reached SQS for this Queue yet")
+	}
+}
+
+func setReady(q *sqsv1alpha1.Queue, status metav1.ConditionStatus, reason, msg string) {
+	setCondition(q, sqsv1alpha1.ConditionReady, status, reason, msg)
+}
+
+func setSynced(q *sqsv1alpha1.Queue, status metav1.ConditionStatus, reason, msg string) {
+	if msg == "" && status == metav1.ConditionTrue {
+		msg = "The last exchange with SQS succeeded"
+	}
+	setCondition(q, sqsv1alpha1.ConditionSynced, status, reason, msg)
+}
+
+func setCondition(q *sqsv1alpha1.Queue, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&q.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: q.Generation,
+	})
+}
+
+func findCondition(q *sqsv1alpha1.Queue, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(q.Status.Conditions, typ)
+}
+
+// describe says what went wrong in a form stable across retries: the API's
+// code and message, without the request ID that changes every time, so that
+// a repeated failure does not rewrite the status.
+func describe(err error) string {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		var opErr *smithy.OperationError
+		op := ""
+		if errors.As(err, &opErr) {
+			op = opErr.Operation() + ": "
+		}
+		return op + apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
+	}
+	return err.Error()
+}
+
+// isCredentialError says whether SQS refused who is calling rather than what
+// was asked.
+func isCredentialError(err error) bool {
+	// Some endpoints (moto among them) answer a refused identity with a body
+	// the SDK cannot parse: the HTTP status is all there is.
+	var respErr *awshttp.ResponseError
+	if errors.As(err, &respErr) && (respErr.HTTPStatusCode() == 401 || respErr.HTTPStatusCode() == 403) {
+		return true
+	}
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode() {
+	case "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "AccessDenied",
+		"AccessDeniedException", "ExpiredToken", "ExpiredTokenException", "InvalidSecurity", "MissingAuthenticationToken":
+		return true
+	}
+	return false
+}

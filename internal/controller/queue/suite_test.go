@@ -1,0 +1,189 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
+	tendaws "github.com/tend-dev/tend/internal/aws"
+	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/testenv"
+	"github.com/tend-dev/tend/internal/testing/moto"
+)
+
+// The suite runs the controller in this process against a real apiserver
+// (envtest) and a real SQS API (moto_server on 127.0.0.1).
+
+var (
+	env    = testenv.New()
+	server = moto.New()
+	// sqsAPI is the tests' own view of SQS, outside the controller's limiter.
+	sqsAPI *sqs.Client
+)
+
+// testPoll stands in for every poll interval, so that drift repair shows
+// within seconds; the jitter itself is tested on its own.
+const testPoll = time.Second
+
+func TestMain(m *testing.M) {
+	if err := env.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		os.Exit(1)
+	}
+	code := server.Run(m) // points the process's AWS settings at moto
+	stopAll()
+	if err := env.Stop(); err != nil && code == 0 {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+var (
+	managerOnce sync.Once
+	managerErr  error
+	// callCtx carries the deadline that every SQS call must have.
+	callCtx, stopAll = context.WithTimeout(context.Background(), time.Hour)
+)
+
+// startManager starts the manager once, from the first test: only then has
+// server.Run put moto's settings in the environment.
+func startManager(t *testing.T) {
+	t.Helper()
+	managerOnce.Do(func() { managerErr = runManager(callCtx) })
+	if managerErr != nil {
+		t.Fatalf("starting the manager: %v", managerErr)
+	}
+}
+
+func runManager(ctx context.Context) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	limiters, err := tendaws.NewLimiters(tendaws.LimiterOptions{QPS: 200, Burst: 200})
+	if err != nil {
+		return err
+	}
+	cfg, err := tendaws.LoadConfig(ctx, tendaws.Connection{Limiters: limiters})
+	if err != nil {
+		return err
+	}
+	sqsAPI = sqs.NewFromConfig(cfg)
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 scheme.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
+	})
+	if err != nil {
+		return err
+	}
+	ctrlLimiters, err := tendaws.NewLimiters(tendaws.LimiterOptions{QPS: 200, Burst: 200})
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder("tend-queue"),
+		Connector: &Connector{Reader: mgr.GetClient(), Default: tendaws.Connection{Limiters: ctrlLimiters}},
+		Jitter:    func(time.Duration) time.Duration { return testPoll },
+		// Short, so that a hanging upstream fails a pass within seconds.
+		Timeout: 3 * time.Second,
+	}
+	if err := r.SetupWithManager(mgr, 4); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+			os.Exit(1)
+		}
+	}()
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// Helpers shared by the tests.
+
+func newQueue(ns, name string, mutate func(*sqsv1alpha1.QueueSpec)) *sqsv1alpha1.Queue {
+	q := &sqsv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if mutate != nil {
+		mutate(&q.Spec)
+	}
+	return q
+}
+
+// uniqueName makes an SQS name that no other test (or earlier run against
+// the same moto) uses, since SQS names are global to the account.
+func uniqueName(t *testing.T, ns string) string {
+	return fmt.Sprintf("%s-%d", ns, time.Now().UnixNano()%1_000_000)
+}
+
+func get(g Gomega, q *sqsv1alpha1.Queue) *sqsv1alpha1.Queue {
+	out := &sqsv1alpha1.Queue{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(q), out)).To(Succeed())
+	return out
+}
+
+// condition returns "Status/Reason" of the Queue's condition typ.
+func condition(q *sqsv1alpha1.Queue, typ string) string {
+	c := meta.FindStatusCondition(q.Status.Conditions, typ)
+	if c == nil {
+		return ""
+	}
+	return string(c.Status) + "/" + c.Reason
+}
+
+// waitReady waits for the Queue to be Ready and returns it.
+func waitReady(g Gomega, q *sqsv1alpha1.Queue) *sqsv1alpha1.Queue {
+	var got *sqsv1alpha1.Queue
+	g.Eventually(func(g Gomega) {
+		got = get(g, q)
+		g.Expect(condition(got, sqsv1alpha1.ConditionReady)).To(Equal("True/Available"))
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	return got
+}
+
+func attributes(g Gomega, url string) map[string]string {
+	out, err := sqsAPI.GetQueueAttributes(ctx(), &sqs.GetQueueAttributesInput{
+		QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	return out.Attributes
+}
+
+func tags(g Gomega, url string) map[string]string {
+	out, err := sqsAPI.ListQueueTags(ctx(), &sqs.ListQueueTagsInput{QueueUrl: &url})
+	g.Expect(err).NotTo(HaveOccurred())
+	return out.Tags
+}
+
+// queueExists says whether SQS has a queue of that name.
+func queueExists(g Gomega, name string) bool {
+	_, err := sqsAPI.GetQueueUrl(ctx(), &sqs.GetQueueUrlInput{QueueName: awssdk.String(name)})
+	if tendaws.Classify(err) == tendaws.NotFound {
+		return false
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return true
+}
+
+// ctx is a context with the deadline that every SQS call must carry.
+func ctx() context.Context { return callCtx }

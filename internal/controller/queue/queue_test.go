@@ -24,7 +24,7 @@ func TestCreateUpdateAndPublish(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	name := uniqueName(t, ns)
+	name := uniqueName(ns)
 	q := newQueue(ns, "orders", func(s *sqsv1alpha1.QueueSpec) {
 		s.QueueName = name
 		s.DelaySeconds, s.VisibilityTimeout = ptr.To[int32](5), ptr.To[int32](120)
@@ -62,9 +62,7 @@ func TestCreateUpdateAndPublish(t *testing.T) {
 
 	// Delete (the default policy) removes the queue, then the Queue.
 	g.Expect(env.Client.Delete(context.Background(), got)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(q), &sqsv1alpha1.Queue{}))
-	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	waitGone(g, q)
 	g.Expect(queueExists(g, name)).To(BeFalse())
 }
 
@@ -72,7 +70,7 @@ func TestDriftIsRepaired(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	name := uniqueName(t, ns)
+	name := uniqueName(ns)
 	q := newQueue(ns, "drift", func(s *sqsv1alpha1.QueueSpec) {
 		s.QueueName = name
 		s.MessageRetentionPeriod = ptr.To[int32](3600)
@@ -109,7 +107,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	q := newQueue(ns, "idle", func(s *sqsv1alpha1.QueueSpec) { s.QueueName = uniqueName(t, ns) })
+	q := newQueue(ns, "idle", func(s *sqsv1alpha1.QueueSpec) { s.QueueName = uniqueName(ns) })
 	g.Expect(env.Client.Create(context.Background(), q)).To(Succeed())
 	got := waitReady(g, q)
 	cm := &corev1.ConfigMap{}
@@ -129,7 +127,7 @@ func TestRetainKeepsTheQueue(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	name := uniqueName(t, ns)
+	name := uniqueName(ns)
 	q := newQueue(ns, "kept", func(s *sqsv1alpha1.QueueSpec) {
 		s.QueueName = name
 		s.DeletionPolicy = sqsv1alpha1.DeletionPolicyRetain
@@ -137,9 +135,7 @@ func TestRetainKeepsTheQueue(t *testing.T) {
 	g.Expect(env.Client.Create(context.Background(), q)).To(Succeed())
 	waitReady(g, q)
 	g.Expect(env.Client.Delete(context.Background(), q)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(q), &sqsv1alpha1.Queue{}))
-	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	waitGone(g, q)
 	g.Expect(queueExists(g, name)).To(BeTrue())
 }
 
@@ -147,7 +143,7 @@ func TestAdoption(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	name := uniqueName(t, ns)
+	name := uniqueName(ns)
 	out, err := sqsAPI.CreateQueue(ctx(), &sqs.CreateQueueInput{QueueName: awssdk.String(name), Tags: map[string]string{"made-by": "hand"}})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -172,7 +168,7 @@ func TestAdoption(t *testing.T) {
 
 	// Adopt never creates: a missing queue is reported, not made.
 	missing := newQueue(ns, "missing", func(s *sqsv1alpha1.QueueSpec) {
-		s.QueueName = uniqueName(t, ns) + "-m"
+		s.QueueName = uniqueName(ns) + "-m"
 		s.Adoption = sqsv1alpha1.AdoptionAdopt
 	})
 	g.Expect(env.Client.Create(context.Background(), missing)).To(Succeed())
@@ -186,7 +182,7 @@ func TestDeadLetterQueueByReferenceAndFIFO(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	base := uniqueName(t, ns)
+	base := uniqueName(ns)
 	main := newQueue(ns, "jobs", func(s *sqsv1alpha1.QueueSpec) {
 		s.QueueName, s.FIFOQueue, s.ContentBasedDeduplication = base+".fifo", true, ptr.To(true)
 		s.Redrive = &sqsv1alpha1.Redrive{DeadLetterQueueRef: &corev1.LocalObjectReference{Name: "jobs-dlq"}, MaxReceiveCount: 3}
@@ -211,7 +207,7 @@ func TestConnectionSecret(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.Namespace(t)
 	q := newQueue(ns, "via-secret", func(s *sqsv1alpha1.QueueSpec) {
-		s.QueueName = uniqueName(t, ns)
+		s.QueueName = uniqueName(ns)
 		s.Connection = &sqsv1alpha1.Connection{SecretRef: &corev1.LocalObjectReference{Name: "aws"}}
 	})
 	g.Expect(env.Client.Create(context.Background(), q)).To(Succeed())
@@ -222,10 +218,7 @@ func TestConnectionSecret(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	// The Secret's arrival starts a pass by itself.
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, StringData: map[string]string{
-		"AWS_ACCESS_KEY_ID": "other", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_ENDPOINT_URL_SQS": server.URL,
-	}}
-	g.Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
+	createConnectionSecret(g, ns, "aws", server.URL)
 	waitReady(g, q)
 }
 
@@ -234,11 +227,8 @@ func TestUpstreamFaults(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.Namespace(t)
 	proxy := faultproxy.Start(t, server.URL)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "via-proxy"}, StringData: map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_ENDPOINT_URL_SQS": proxy.URL(),
-	}}
-	g.Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
-	name := uniqueName(t, ns)
+	createConnectionSecret(g, ns, "via-proxy", proxy.URL())
+	name := uniqueName(ns)
 	q := newQueue(ns, "faulty", func(s *sqsv1alpha1.QueueSpec) {
 		s.QueueName = name
 		s.Connection = &sqsv1alpha1.Connection{SecretRef: &corev1.LocalObjectReference{Name: "via-proxy"}}
@@ -280,12 +270,9 @@ func TestReleaseFinalizerWhenSQSIsGone(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.Namespace(t)
 	proxy := faultproxy.Start(t, server.URL)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "via-proxy"}, StringData: map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_ENDPOINT_URL_SQS": proxy.URL(),
-	}}
-	g.Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
+	createConnectionSecret(g, ns, "via-proxy", proxy.URL())
 	q := newQueue(ns, "stuck", func(s *sqsv1alpha1.QueueSpec) {
-		s.QueueName = uniqueName(t, ns)
+		s.QueueName = uniqueName(ns)
 		s.Connection = &sqsv1alpha1.Connection{SecretRef: &corev1.LocalObjectReference{Name: "via-proxy"}}
 	})
 	g.Expect(env.Client.Create(context.Background(), q)).To(Succeed())
@@ -303,9 +290,7 @@ func TestReleaseFinalizerWhenSQSIsGone(t *testing.T) {
 	patch := client.MergeFrom(got.DeepCopy())
 	got.Annotations = map[string]string{sqsv1alpha1.AnnotationReleaseFinalizer: "true"}
 	g.Expect(env.Client.Patch(context.Background(), got, patch)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(q), &sqsv1alpha1.Queue{}))
-	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	waitGone(g, q)
 	g.Expect(queueExists(g, q.Spec.QueueName)).To(BeTrue(), "a released queue is left in SQS")
 }
 
@@ -316,4 +301,20 @@ func cond(q *sqsv1alpha1.Queue, typ string) metav1.Condition {
 		}
 	}
 	return metav1.Condition{}
+}
+
+// waitGone waits until the Queue has left the apiserver.
+func waitGone(g Gomega, q *sqsv1alpha1.Queue) {
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(q), &sqsv1alpha1.Queue{}))
+	}).WithTimeout(30 * time.Second).Should(BeTrue())
+}
+
+// createConnectionSecret creates a connection Secret that sends a Queue's
+// SQS calls to endpoint.
+func createConnectionSecret(g Gomega, ns, name, endpoint string) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{
+		keyAccessKeyID: "test", keySecretAccessKey: "test", keyEndpointSQS: endpoint,
+	}}
+	g.Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
 }

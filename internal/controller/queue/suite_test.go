@@ -131,7 +131,7 @@ func newQueue(ns, name string, mutate func(*sqsv1alpha1.QueueSpec)) *sqsv1alpha1
 
 // uniqueName makes an SQS name that no other test (or earlier run against
 // the same moto) uses, since SQS names are global to the account.
-func uniqueName(t *testing.T, ns string) string {
+func uniqueName(ns string) string {
 	return fmt.Sprintf("%s-%d", ns, time.Now().UnixNano()%1_000_000)
 }
 

@@ -60,6 +60,44 @@ func (c Class) String() string {
 // the caller only has to come back later.
 const RecreateDelay = 60 * time.Second
 
+// credentialCodes are the codes by which an upstream refuses the caller's
+// identity or permissions rather than the request: Terminal, and reported as a
+// credentials problem.
+var credentialCodes = map[string]bool{
+	"InvalidClientTokenId":        true,
+	"UnrecognizedClientException": true,
+	"SignatureDoesNotMatch":       true,
+	"IncompleteSignature":         true,
+	"MissingAuthenticationToken":  true,
+	"InvalidAccessKeyId":          true,
+	"AccessDenied":                true,
+	"AccessDeniedException":       true,
+	"AuthFailure":                 true,
+	"ExpiredToken":                true,
+	"ExpiredTokenException":       true,
+	"InvalidToken":                true,
+	"OptInRequired":               true,
+}
+
+func init() {
+	for code := range credentialCodes {
+		codeClasses[code] = Terminal
+	}
+}
+
+// IsCredentialError says whether the upstream refused who is calling rather
+// than what was asked. Some endpoints (moto among them) answer with a body the
+// SDK cannot parse; then a 401 or 403 status is all there is.
+func IsCredentialError(err error) bool {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && credentialCodes[apiErr.ErrorCode()] {
+		return true
+	}
+	var respErr *smithyhttp.ResponseError
+	return errors.As(err, &respErr) &&
+		(respErr.HTTPStatusCode() == http.StatusUnauthorized || respErr.HTTPStatusCode() == http.StatusForbidden)
+}
+
 // codeClasses maps the error codes that an APIError carries to their class.
 // Through the AWS JSON protocol the SDK returns SQS's typed errors (such as
 // *types.QueueDoesNotExist) with the legacy query code as ErrorCode (such as
@@ -129,21 +167,6 @@ var codeClasses = map[string]Class{
 	"KmsNotFound":                                 Terminal,
 	"KMS.OptInRequired":                           Terminal,
 	"KmsOptInRequired":                            Terminal,
-
-	// The credentials or the permissions are wrong.
-	"InvalidClientTokenId":        Terminal,
-	"UnrecognizedClientException": Terminal,
-	"SignatureDoesNotMatch":       Terminal,
-	"IncompleteSignature":         Terminal,
-	"MissingAuthenticationToken":  Terminal,
-	"InvalidAccessKeyId":          Terminal,
-	"AccessDenied":                Terminal,
-	"AccessDeniedException":       Terminal,
-	"AuthFailure":                 Terminal,
-	"ExpiredToken":                Terminal,
-	"ExpiredTokenException":       Terminal,
-	"InvalidToken":                Terminal,
-	"OptInRequired":               Terminal,
 
 	// The upstream failed; try again.
 	"InternalError":           Transient,

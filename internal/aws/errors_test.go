@@ -290,3 +290,15 @@ func TestClassifyMoto(t *testing.T) {
 		})
 	}
 }
+
+func TestIsCredentialError(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(IsCredentialError(&smithy.GenericAPIError{Code: "InvalidClientTokenId"})).To(BeTrue())
+	g.Expect(IsCredentialError(fmt.Errorf("wrapped: %w", &smithy.GenericAPIError{Code: "AccessDenied"}))).To(BeTrue())
+	g.Expect(IsCredentialError(&smithy.GenericAPIError{Code: "InvalidAttributeValue"})).To(BeFalse())
+	g.Expect(IsCredentialError(errors.New("dial tcp: connection refused"))).To(BeFalse())
+	// Every credential code is also Terminal.
+	for code := range credentialCodes {
+		g.Expect(Classify(&smithy.GenericAPIError{Code: code})).To(Equal(Terminal), code)
+	}
+}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -119,23 +120,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Timeout == 0 {
 		r.Timeout = 30 * time.Second
 	}
-	ctx := context.Background()
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &sqsv1alpha1.Queue{}, indexSecret, func(o client.Object) []string {
-		if c := o.(*sqsv1alpha1.Queue).Spec.Connection; c != nil && c.SecretRef != nil {
-			return []string{c.SecretRef.Name}
-		}
-		return nil
-	}); err != nil {
-		return err
+	// Secrets and dead-letter Queues map back to the Queues that name them.
+	indexes := map[string]func(*sqsv1alpha1.Queue) string{
+		indexSecret: func(q *sqsv1alpha1.Queue) string {
+			if c := q.Spec.Connection; c != nil && c.SecretRef != nil {
+				return c.SecretRef.Name
+			}
+			return ""
+		},
+		indexDLQ: func(q *sqsv1alpha1.Queue) string {
+			if rd := q.Spec.Redrive; rd != nil && rd.DeadLetterQueueRef != nil {
+				return rd.DeadLetterQueueRef.Name
+			}
+			return ""
+		},
 	}
-	if err := indexer.IndexField(ctx, &sqsv1alpha1.Queue{}, indexDLQ, func(o client.Object) []string {
-		if rd := o.(*sqsv1alpha1.Queue).Spec.Redrive; rd != nil && rd.DeadLetterQueueRef != nil {
-			return []string{rd.DeadLetterQueueRef.Name}
+	for key, name := range indexes {
+		err := mgr.GetFieldIndexer().IndexField(context.Background(), &sqsv1alpha1.Queue{}, key, func(o client.Object) []string {
+			if n := name(o.(*sqsv1alpha1.Queue)); n != "" {
+				return []string{n}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("indexing Queues by %s: %w", key, err)
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).

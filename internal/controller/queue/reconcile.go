@@ -320,7 +320,7 @@ func (r *Reconciler) fail(q *sqsv1alpha1.Queue, err error) (ctrl.Result, error) 
 	case isA[*sqstypes.QueueDeletedRecently](err):
 		reason = sqsv1alpha1.ReasonQueueDeletedRecently
 		msg = "SQS refuses to create a queue of this name for 60 seconds after one was deleted; Tend retries then"
-	case class == tendaws.Terminal && isCredentialError(err):
+	case class == tendaws.Terminal && tendaws.IsCredentialError(err):
 		reason = sqsv1alpha1.ReasonCredentialsError
 	case class == tendaws.Terminal:
 		reason = sqsv1alpha1.ReasonInvalidSpec

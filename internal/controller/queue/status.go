@@ -3,7 +3,6 @@ package queue
 import (
 	"errors"
 
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,25 +56,4 @@ func describe(err error) string {
 		return op + apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
 	}
 	return err.Error()
-}
-
-// isCredentialError says whether SQS refused who is calling rather than what
-// was asked.
-func isCredentialError(err error) bool {
-	// Some endpoints (moto among them) answer a refused identity with a body
-	// the SDK cannot parse: the HTTP status is all there is.
-	var respErr *awshttp.ResponseError
-	if errors.As(err, &respErr) && (respErr.HTTPStatusCode() == 401 || respErr.HTTPStatusCode() == 403) {
-		return true
-	}
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	switch apiErr.ErrorCode() {
-	case "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "AccessDenied",
-		"AccessDeniedException", "ExpiredToken", "ExpiredTokenException", "InvalidSecurity", "MissingAuthenticationToken":
-		return true
-	}
-	return false
 }

@@ -34,7 +34,7 @@ generate: ## Generate deepcopy code from the API types.
 
 .PHONY: manifests
 manifests: ## Generate CRDs and RBAC from the +kubebuilder markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager crd paths=./... \
+	$(CONTROLLER_GEN) rbac:roleName=manager crd:generateEmbeddedObjectMeta=true paths=./... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	hack/crd-kustomization.sh
 

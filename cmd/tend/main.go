@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tend-dev/tend/internal/controller/podset"
 	"github.com/tend-dev/tend/internal/controller/queue"
 	"github.com/tend-dev/tend/internal/manager"
 )
@@ -67,10 +68,13 @@ func runManager(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	opts := manager.DefaultOptions()
 	opts.BindFlags(fs)
+	podsetOpts := podset.DefaultOptions()
+	podsetOpts.BindFlags(fs)
 	queueOpts := queue.DefaultOptions()
 	queueOpts.BindFlags(fs)
 	// Every controller the manager can run, for --controllers.
 	controllers := []manager.Controller{
+		podset.Controller(&podsetOpts),
 		queue.Controller(&queueOpts),
 	}
 	config.RegisterFlags(fs) // --kubeconfig

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"reflect"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsfilters "sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -33,8 +36,13 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	if opts.MetricsSecure {
 		metrics.FilterProvider = metricsfilters.WithAuthenticationAndAuthorization
 	}
+	cacheOpts, err := cacheOptions(controllers)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.Scheme,
+		Cache:                         cacheOpts,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElect,
@@ -60,6 +68,28 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		}
 	}
 	return mgr, nil
+}
+
+// cacheOptions merges the controllers' cache restrictions. Every cached
+// object loses its managedFields, which no controller reads and which are
+// often a third of an object's size.
+func cacheOptions(controllers []Controller) (cache.Options, error) {
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	owner := map[reflect.Type]string{}
+	for _, c := range controllers {
+		for obj, by := range c.Cache {
+			t := reflect.TypeOf(obj)
+			if other, ok := owner[t]; ok {
+				return opts, fmt.Errorf("controllers %s and %s both restrict the cache of %T", other, c.Name, obj)
+			}
+			owner[t] = c.Name
+			if opts.ByObject == nil {
+				opts.ByObject = map[client.Object]cache.ByObject{}
+			}
+			opts.ByObject[obj] = by
+		}
+	}
+	return opts, nil
 }
 
 // Run builds the manager with the given controllers and runs it until ctx is

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -153,4 +155,8 @@ type Controller struct {
 	Name string
 	// Setup registers the controller, and anything it serves, with mgr.
 	Setup func(mgr ctrl.Manager) error
+	// Cache narrows what the manager's cache holds of some kinds, for
+	// example only the pods that carry a controller's label. Two selected
+	// controllers may not both narrow the same kind.
+	Cache map[client.Object]cache.ByObject
 }

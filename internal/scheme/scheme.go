@@ -8,6 +8,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 )
 
@@ -16,5 +17,6 @@ var Scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(appsv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(sqsv1alpha1.AddToScheme(Scheme))
 }

@@ -1,0 +1,139 @@
+package podset
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+	"github.com/tend-dev/tend/internal/manager"
+)
+
+// +kubebuilder:rbac:groups=apps.tend.dev,resources=podsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.tend.dev,resources=podsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps.tend.dev,resources=podsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+
+// Name is the controller's name for --controllers.
+const Name = "podset"
+
+// indexController indexes pods by the name of the PodSet that controls them.
+const indexController = ".metadata.controller.podset"
+
+// Options are the podset controller's settings.
+type Options struct {
+	// Workers is how many PodSets reconcile at once.
+	Workers int
+}
+
+// DefaultOptions returns the settings used when no flag is given.
+func DefaultOptions() Options { return Options{Workers: 5} }
+
+// BindFlags registers the controller's flags on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.IntVar(&o.Workers, "podset-workers", o.Workers, "PodSets reconciled at once.")
+}
+
+// PodCache restricts the manager's pod cache to pods that carry the PodSet
+// label, so that memory grows with the PodSets' pods, not the cluster's.
+func PodCache() cache.ByObject {
+	has, err := labels.NewRequirement(appsv1alpha1.LabelPodSet, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant key; cannot fail
+	}
+	return cache.ByObject{Label: labels.NewSelector().Add(*has)}
+}
+
+// Controller returns the podset controller for the manager's registry. opts
+// is read when the manager starts, after the flags are parsed.
+func Controller(opts *Options) manager.Controller {
+	return manager.Controller{
+		Name:  Name,
+		Cache: map[client.Object]cache.ByObject{&corev1.Pod{}: PodCache()},
+		Setup: func(mgr ctrl.Manager) error {
+			r := &Reconciler{
+				Client:    mgr.GetClient(),
+				APIReader: mgr.GetAPIReader(),
+				Recorder:  mgr.GetEventRecorder("tend-podset"),
+			}
+			return r.SetupWithManager(mgr, opts.Workers)
+		},
+	}
+}
+
+// Reconciler keeps PodSets' pods in line with their specs.
+type Reconciler struct {
+	client.Client
+	// APIReader reads from the apiserver, bypassing the cache, where a stale
+	// answer would be unsafe: before adopting pods and before labelling a
+	// new leader.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// Clock times the expectations. Nil means the real clock.
+	Clock clock.PassiveClock
+
+	expectations *expectations
+}
+
+// SetupWithManager registers the controller and its pod index with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.expectations = newExpectations(r.Clock)
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexController, func(o client.Object) []string {
+		if ref := podSetControllerOf(o); ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("indexing pods by controller: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		// Only spec changes start a pass: a pass's own status write must not.
+		For(&appsv1alpha1.PodSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A pod event concerns the PodSet that controls it and the one its
+		// label names (an orphan to adopt, or the old owner of a relabelled
+		// pod: both old and new objects are mapped).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podSetsOfPod)).
+		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			// A refused create backs off per PodSet from 1s to 5m, so a
+			// PodSet over quota costs one create every few minutes.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+		}).
+		Complete(r)
+}
+
+// podSetsOfPod maps a pod to the PodSets it concerns.
+func podSetsOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	if ref := podSetControllerOf(o); ref != nil {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
+	}
+	if name := o.GetLabels()[appsv1alpha1.LabelPodSet]; name != "" && (len(reqs) == 0 || reqs[0].Name != name) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+	}
+	return reqs
+}

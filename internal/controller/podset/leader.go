@@ -1,0 +1,241 @@
+package podset
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+)
+
+// leaderPlan is what the leader phase does with the pods it sees.
+type leaderPlan struct {
+	// keep is the pod that stays leader, if any.
+	keep *corev1.Pod
+	// unlabel are pods whose leader label must go: not Ready, terminating,
+	// finished, or one leader too many.
+	unlabel []*corev1.Pod
+	// candidate is the pod to label once no pod carries the label.
+	candidate *corev1.Pod
+}
+
+// planLeader decides the leader among pods, the PodSet's pods as the cache
+// shows them (terminating ones included). A labelled pod that is still able
+// to lead keeps the role, so that leadership does not move needlessly; of
+// several, the longest-lived keeps it. Otherwise the longest-lived Ready pod
+// is the candidate. With enabled false every label goes.
+func planLeader(pods []*corev1.Pod, enabled bool) leaderPlan {
+	var plan leaderPlan
+	var labelled []*corev1.Pod
+	for _, p := range pods {
+		if p.Labels[appsv1alpha1.LabelRole] == appsv1alpha1.RoleLeader {
+			labelled = append(labelled, p)
+		}
+	}
+	if !enabled {
+		plan.unlabel = labelled
+		return plan
+	}
+	slices.SortFunc(labelled, oldestFirst)
+	for _, p := range labelled {
+		if plan.keep == nil && canLead(p) {
+			plan.keep = p
+			continue
+		}
+		plan.unlabel = append(plan.unlabel, p)
+	}
+	if plan.keep != nil {
+		return plan
+	}
+	for _, p := range slices.SortedFunc(slices.Values(pods), oldestFirst) {
+		if canLead(p) {
+			plan.candidate = p
+			break
+		}
+	}
+	return plan
+}
+
+// canLead reports whether a pod may carry the leader label.
+func canLead(p *corev1.Pod) bool { return isActive(p) && isReady(p) }
+
+func oldestFirst(a, b *corev1.Pod) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// reconcileLeader keeps at most one pod labelled leader, and the leader
+// Service, in line with spec.leaderElection. It returns the leader's name.
+//
+// Never two leaders: a new pod is labelled only once no pod carries the
+// label, as the apiserver (not the cache) says, and every label change is a
+// patch guarded by the pod's resourceVersion, so a pod that changed since it
+// was read is judged again on the next pass.
+func (r *Reconciler) reconcileLeader(ctx context.Context, ps *appsv1alpha1.PodSet, pods []*corev1.Pod) (string, error) {
+	if err := r.reconcileLeaderService(ctx, ps); err != nil {
+		return "", err
+	}
+	plan := planLeader(pods, ps.Spec.LeaderElection)
+	for _, p := range plan.unlabel {
+		if err := r.setRole(ctx, p, false); err != nil {
+			return "", err
+		}
+	}
+	if plan.keep != nil {
+		return plan.keep.Name, nil
+	}
+	if plan.candidate == nil {
+		return "", nil
+	}
+	// The cache said no pod leads. Ask the apiserver before labelling, so a
+	// label written by the last pass that the cache has not shown yet is
+	// never doubled.
+	var live corev1.PodList
+	if err := r.APIReader.List(ctx, &live, client.InNamespace(ps.Namespace), client.MatchingLabels{
+		appsv1alpha1.LabelPodSet: ps.Name, appsv1alpha1.LabelRole: appsv1alpha1.RoleLeader,
+	}); err != nil {
+		return "", fmt.Errorf("listing leader pods: %w", err)
+	}
+	if len(live.Items) > 0 {
+		// The cache is behind; the pod event that brings it up to date starts
+		// the next pass, which judges these pods.
+		return "", nil
+	}
+	if err := r.setRole(ctx, plan.candidate, true); err != nil {
+		return "", err
+	}
+	r.event(ps, corev1.EventTypeNormal, "LeaderElected", "Elect", fmt.Sprintf("Pod %s is the leader", plan.candidate.Name))
+	return plan.candidate.Name, nil
+}
+
+// setRole adds or removes the leader label on pod, guarded by its
+// resourceVersion.
+func (r *Reconciler) setRole(ctx context.Context, pod *corev1.Pod, leader bool) error {
+	changed := pod.DeepCopy()
+	patch := client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})
+	if leader {
+		if changed.Labels == nil {
+			changed.Labels = map[string]string{}
+		}
+		changed.Labels[appsv1alpha1.LabelRole] = appsv1alpha1.RoleLeader
+	} else {
+		delete(changed.Labels, appsv1alpha1.LabelRole)
+	}
+	if err := r.Patch(ctx, changed, patch); err != nil {
+		if !leader && apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("labelling pod %s (leader=%t): %w", pod.Name, leader, err)
+	}
+	return nil
+}
+
+// leaderService builds the Service that selects ps's leader pod. It exposes
+// the template's container ports; with none, it is headless, so that the
+// leader's address is still published in DNS and EndpointSlices.
+func leaderService(ps *appsv1alpha1.PodSet) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      appsv1alpha1.LeaderServiceName(ps.Name),
+			Namespace: ps.Namespace,
+			Labels:    map[string]string{appsv1alpha1.LabelPodSet: ps.Name},
+		},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{
+				appsv1alpha1.LabelPodSet: ps.Name,
+				appsv1alpha1.LabelRole:   appsv1alpha1.RoleLeader,
+			},
+		},
+	}
+	seen := map[string]bool{}
+	for _, c := range ps.Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			proto := cmp.Or(p.Protocol, corev1.ProtocolTCP)
+			key := fmt.Sprintf("%d/%s", p.ContainerPort, proto)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+				Name:       p.Name,
+				Protocol:   proto,
+				Port:       p.ContainerPort,
+				TargetPort: intstr.FromInt32(p.ContainerPort),
+			})
+		}
+	}
+	if len(svc.Spec.Ports) == 0 {
+		svc.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	// A Service with several ports needs every port named.
+	if len(svc.Spec.Ports) > 1 {
+		for i := range svc.Spec.Ports {
+			if svc.Spec.Ports[i].Name == "" {
+				svc.Spec.Ports[i].Name = fmt.Sprintf("port-%d-%s", svc.Spec.Ports[i].Port, svc.Spec.Ports[i].Protocol)
+			}
+		}
+	}
+	return svc
+}
+
+// reconcileLeaderService creates, updates or deletes the leader Service. It
+// writes only when the cached Service differs from the desired one.
+func (r *Reconciler) reconcileLeaderService(ctx context.Context, ps *appsv1alpha1.PodSet) error {
+	want := leaderService(ps)
+	have := &corev1.Service{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if !ps.Spec.LeaderElection {
+			return nil
+		}
+		if err := controllerutil.SetControllerReference(ps, want, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Service %s: %w", want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading Service %s: %w", want.Name, err)
+	}
+	if !metav1.IsControlledBy(have, ps) {
+		return fmt.Errorf("service %s exists and is not owned by this PodSet; delete or rename it", want.Name)
+	}
+	headless := have.Spec.ClusterIP == corev1.ClusterIPNone
+	// Turning a headless Service into one with a virtual IP, or back, is not
+	// an update the apiserver allows: replace it.
+	if !ps.Spec.LeaderElection || headless != (want.Spec.ClusterIP == corev1.ClusterIPNone) {
+		if err := r.Delete(ctx, have, client.Preconditions{UID: &have.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting Service %s: %w", want.Name, err)
+		}
+		return nil // the delete event starts the pass that creates it anew
+	}
+	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
+		equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports) &&
+		have.Labels[appsv1alpha1.LabelPodSet] == ps.Name {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	have.Spec.Selector = want.Spec.Selector
+	have.Spec.Ports = want.Spec.Ports
+	if have.Labels == nil {
+		have.Labels = map[string]string{}
+	}
+	have.Labels[appsv1alpha1.LabelPodSet] = ps.Name
+	if err := r.Patch(ctx, have, patch); err != nil {
+		return fmt.Errorf("updating Service %s: %w", want.Name, err)
+	}
+	return nil
+}

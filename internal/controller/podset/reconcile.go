@@ -1,0 +1,231 @@
+package podset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+)
+
+// Reconcile brings one PodSet's pods in line with its spec: claim, scale,
+// elect, then write the status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	ps := &appsv1alpha1.PodSet{}
+	if err := r.Get(ctx, req.NamespacedName, ps); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ps.DeletionTimestamp != nil {
+		// The garbage collector deletes the pods through their ControllerRef.
+		r.expectations.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	found, err := r.listPods(ctx, ps)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	owned, err := r.claim(ctx, ps, found)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	obs := observation{}
+	var all []*corev1.Pod // owned, terminating ones included, for the leader phase
+	for _, p := range owned {
+		all = append(all, p)
+		if isActive(p) {
+			obs.active = append(obs.active, p)
+		}
+	}
+	before := ps.DeepCopy()
+	defer func() {
+		ps.Status = calculateStatus(ps, obs)
+		if retErr == nil {
+			ps.Status.ObservedGeneration = ps.Generation
+		}
+		if err := r.patchStatus(ctx, before, ps); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	var result ctrl.Result
+	synced, wait := r.expectations.satisfied(req.NamespacedName, owned)
+	if synced {
+		obs.managed = true
+		if err := r.manageReplicas(ctx, ps, obs.active, &obs); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else {
+		// The pod events that settle the expectations start the next pass;
+		// the expiry is the backstop.
+		result.RequeueAfter = wait
+	}
+	obs.leader, err = r.reconcileLeader(ctx, ps, all)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+// listPods returns the pods the PodSet may own: those its label selects and
+// those that still name it as controller though their label changed.
+func (r *Reconciler) listPods(ctx context.Context, ps *appsv1alpha1.PodSet) ([]*corev1.Pod, error) {
+	var selected, controlled corev1.PodList
+	if err := r.List(ctx, &selected, client.InNamespace(ps.Namespace),
+		client.MatchingLabels{appsv1alpha1.LabelPodSet: ps.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	if err := r.List(ctx, &controlled, client.InNamespace(ps.Namespace),
+		client.MatchingFields{indexController: ps.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	seen := map[types.UID]bool{}
+	pods := make([]*corev1.Pod, 0, len(selected.Items))
+	for _, list := range [][]corev1.Pod{selected.Items, controlled.Items} {
+		for i := range list {
+			if !seen[list[i].UID] {
+				seen[list[i].UID] = true
+				pods = append(pods, &list[i])
+			}
+		}
+	}
+	return pods, nil
+}
+
+// manageReplicas creates or deletes pods to reach spec.replicas, in
+// slow-start batches, recording each one in the expectations first-hand.
+func (r *Reconciler) manageReplicas(ctx context.Context, ps *appsv1alpha1.PodSet, active []*corev1.Pod, obs *observation) error {
+	diff := int(ps.DesiredReplicas()) - len(active)
+	key := client.ObjectKeyFromObject(ps)
+	switch {
+	case diff > 0:
+		n := min(diff, burstReplicas)
+		var mu sync.Mutex
+		var names []string
+		created, err := slowStart(n, func() error {
+			pod, err := newPod(ps)
+			if err != nil {
+				return err
+			}
+			if err := r.Create(ctx, pod); err != nil {
+				return err
+			}
+			r.expectations.created(key, pod.Name)
+			mu.Lock()
+			names = append(names, pod.Name)
+			mu.Unlock()
+			return nil
+		})
+		if created > 0 {
+			r.event(ps, corev1.EventTypeNormal, "SuccessfulCreate", "Create",
+				fmt.Sprintf("Created %d pods: %s", created, summarize(names)))
+		}
+		if err != nil {
+			obs.failed = failureOf(err, appsv1alpha1.ReasonFailedCreate, "create", n-created)
+			r.event(ps, corev1.EventTypeWarning, "FailedCreate", "Create", obs.failed.message)
+			return fmt.Errorf("creating pods: %w", err)
+		}
+	case diff < 0:
+		victims := toDelete(active, min(-diff, burstReplicas))
+		var mu sync.Mutex
+		var names []string
+		i := 0
+		deleted, err := slowStart(len(victims), func() error {
+			mu.Lock()
+			pod := victims[i]
+			i++
+			mu.Unlock()
+			// The expectation comes first: once the delete is sent the
+			// cache may show the pod gone at any moment.
+			r.expectations.deleted(key, pod.Name)
+			err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			mu.Lock()
+			names = append(names, pod.Name)
+			mu.Unlock()
+			return nil
+		})
+		if deleted > 0 {
+			r.event(ps, corev1.EventTypeNormal, "SuccessfulDelete", "Delete",
+				fmt.Sprintf("Deleted %d pods: %s", deleted, summarize(names)))
+		}
+		if err != nil {
+			obs.failed = failureOf(err, appsv1alpha1.ReasonFailedDelete, "delete", len(victims)-deleted)
+			r.event(ps, corev1.EventTypeWarning, "FailedDelete", "Delete", obs.failed.message)
+			return fmt.Errorf("deleting pods: %w", err)
+		}
+	}
+	return nil
+}
+
+// failureOf turns a refused create or delete into the ReplicaFailure
+// condition's reason (the apiserver's, when it gave one) and message.
+func failureOf(err error, fallback, verb string, left int) *failure {
+	reason := string(apierrors.ReasonForError(err))
+	if reason == "" || reason == "Unknown" {
+		reason = fallback
+	}
+	return &failure{reason: reason, message: fmt.Sprintf(
+		"Failed to %s %d pods; retrying with backoff: %v", verb, left, err)}
+}
+
+// summarize lists up to five names and counts the rest, so that an Event
+// about 500 pods stays readable.
+func summarize(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}
+
+// patchStatus writes the status if it changed, guarded by the
+// resourceVersion the pass read. The cache often lags the pass's own last
+// write, so a conflict is expected: the status is then applied once more on
+// the apiserver's current copy, provided the spec did not change meanwhile
+// (the status describes the generation this pass acted on). Otherwise the
+// conflict is returned and the next pass recomputes from fresh observations.
+func (r *Reconciler) patchStatus(ctx context.Context, before, ps *appsv1alpha1.PodSet) error {
+	if equality.Semantic.DeepEqual(before.Status, ps.Status) {
+		return nil
+	}
+	err := r.Status().Patch(ctx, ps, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		fresh := &appsv1alpha1.PodSet{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ps), fresh); err != nil {
+			return fmt.Errorf("writing the status: %w", client.IgnoreNotFound(err))
+		}
+		if fresh.UID != ps.UID || fresh.Generation != ps.Generation {
+			return fmt.Errorf("writing the status: the PodSet changed during the pass: %w", err)
+		}
+		if equality.Semantic.DeepEqual(fresh.Status, ps.Status) {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(fresh.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		fresh.Status = ps.Status
+		err = r.Status().Patch(ctx, fresh, patch)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) event(ps *appsv1alpha1.PodSet, eventType, reason, action, note string) {
+	r.Recorder.Eventf(ps, nil, eventType, reason, action, "%s", note)
+}

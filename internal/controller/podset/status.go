@@ -1,0 +1,98 @@
+package podset
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+)
+
+// failure is a create or delete that the apiserver refused in this pass.
+type failure struct {
+	reason  string
+	message string
+}
+
+// observation is what a pass saw and did, the input of the status.
+type observation struct {
+	active []*corev1.Pod // owned, neither terminating nor finished
+	leader string
+	// managed is true when the pass compared the count with the spec (the
+	// cache was up to date); failed is set when a create or delete failed.
+	managed bool
+	failed  *failure
+}
+
+// selectorOf returns the label selector of ps's pods.
+func selectorOf(ps *appsv1alpha1.PodSet) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{appsv1alpha1.LabelPodSet: ps.Name})
+}
+
+// calculateStatus computes ps's status from what a pass observed. It starts
+// from the current status, so that conditions keep their transition times,
+// and leaves observedGeneration to the caller.
+func calculateStatus(ps *appsv1alpha1.PodSet, obs observation) appsv1alpha1.PodSetStatus {
+	st := *ps.Status.DeepCopy()
+	desired := ps.DesiredReplicas()
+	var ready int32
+	names := make([]string, 0, len(obs.active))
+	for _, p := range obs.active {
+		names = append(names, p.Name)
+		if isReady(p) {
+			ready++
+		}
+	}
+	slices.Sort(names)
+	current := int32(len(obs.active))
+	st.Replicas, st.ReadyReplicas, st.PodNames = current, ready, names
+	if len(names) == 0 {
+		st.PodNames = nil
+	}
+	st.Leader = obs.leader
+	st.Selector = selectorOf(ps).String()
+
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: ps.Generation,
+		})
+	}
+	readyMsg := fmt.Sprintf("%d of %d pods are Ready", ready, desired)
+	switch {
+	case ready < desired:
+		set(appsv1alpha1.ConditionAvailable, metav1.ConditionFalse, appsv1alpha1.ReasonReplicasNotReady, readyMsg)
+	case ps.Spec.LeaderElection && desired > 0 && obs.leader == "":
+		set(appsv1alpha1.ConditionAvailable, metav1.ConditionFalse, appsv1alpha1.ReasonNoLeader,
+			readyMsg+"; no pod is labelled leader yet")
+	default:
+		set(appsv1alpha1.ConditionAvailable, metav1.ConditionTrue, appsv1alpha1.ReasonAllReplicasReady, readyMsg)
+	}
+
+	switch {
+	case current < desired:
+		set(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonScalingUp,
+			fmt.Sprintf("%d of %d pods exist; creating the rest", current, desired))
+	case current > desired:
+		set(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonScalingDown,
+			fmt.Sprintf("%d pods exist, %d desired; deleting the rest", current, desired))
+	case ready < desired:
+		set(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonWaitingForPods, readyMsg)
+	default:
+		set(appsv1alpha1.ConditionProgressing, metav1.ConditionFalse, appsv1alpha1.ReasonStable, readyMsg)
+	}
+
+	switch {
+	case obs.failed != nil:
+		set(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionTrue, obs.failed.reason, obs.failed.message)
+	case obs.managed:
+		set(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionFalse, appsv1alpha1.ReasonNoFailure, "")
+	case meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionReplicaFailure) == nil:
+		set(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionUnknown, appsv1alpha1.ReasonUnknown,
+			"Waiting for the cache to show the last creates and deletes")
+	}
+	return st
+}

@@ -1,0 +1,109 @@
+package podset
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+)
+
+func TestCalculateStatus(t *testing.T) {
+	ready := func(name string) *corev1.Pod { return pod(name, "node", corev1.PodRunning, true, time.Hour) }
+	unready := func(name string) *corev1.Pod { return pod(name, "node", corev1.PodRunning, false, time.Hour) }
+	type conds map[string]string // type -> "Status/Reason"
+	for _, tc := range []struct {
+		name     string
+		replicas int32
+		leader   bool
+		obs      observation
+		want     conds
+	}{
+		{
+			name: "all ready", replicas: 2,
+			obs:  observation{active: []*corev1.Pod{ready("b"), ready("a")}, managed: true},
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+		},
+		{
+			name: "scaling up", replicas: 3,
+			obs:  observation{active: []*corev1.Pod{ready("a")}, managed: true},
+			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/ScalingUp", "ReplicaFailure": "False/NoFailure"},
+		},
+		{
+			name: "scaling down", replicas: 1,
+			obs:  observation{active: []*corev1.Pod{ready("a"), ready("b")}, managed: true},
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "True/ScalingDown", "ReplicaFailure": "False/NoFailure"},
+		},
+		{
+			name: "waiting for pods", replicas: 2,
+			obs:  observation{active: []*corev1.Pod{ready("a"), unready("b")}, managed: true},
+			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/WaitingForPods", "ReplicaFailure": "False/NoFailure"},
+		},
+		{
+			name: "quota refused a create", replicas: 2,
+			obs: observation{active: []*corev1.Pod{ready("a")}, managed: true,
+				failed: &failure{reason: "Forbidden", message: "exceeded quota"}},
+			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/ScalingUp", "ReplicaFailure": "True/Forbidden"},
+		},
+		{
+			name: "cache behind on the first visit", replicas: 1,
+			obs:  observation{active: []*corev1.Pod{ready("a")}},
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "Unknown/Unknown"},
+		},
+		{
+			name: "ready but no leader yet", replicas: 1, leader: true,
+			obs:  observation{active: []*corev1.Pod{ready("a")}, managed: true},
+			want: conds{"Available": "False/NoLeader", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+		},
+		{
+			name: "ready with a leader", replicas: 1, leader: true,
+			obs:  observation{active: []*corev1.Pod{ready("a")}, managed: true, leader: "a"},
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+		},
+		{
+			name: "zero replicas", replicas: 0, leader: true,
+			obs:  observation{managed: true},
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+		},
+	} {
+		g := NewWithT(t)
+		ps := &appsv1alpha1.PodSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 4},
+			Spec:       appsv1alpha1.PodSetSpec{Replicas: &tc.replicas, LeaderElection: tc.leader},
+		}
+		st := calculateStatus(ps, tc.obs)
+		got := conds{}
+		for _, c := range st.Conditions {
+			got[c.Type] = string(c.Status) + "/" + c.Reason
+			g.Expect(c.ObservedGeneration).To(Equal(int64(4)))
+		}
+		g.Expect(got).To(Equal(tc.want), tc.name)
+		g.Expect(st.Replicas).To(Equal(int32(len(tc.obs.active))), tc.name)
+		g.Expect(st.Selector).To(Equal("apps.tend.dev/podset=web"))
+		g.Expect(st.Leader).To(Equal(tc.obs.leader))
+	}
+}
+
+func TestCalculateStatusSortsNamesAndKeepsTransitionTimes(t *testing.T) {
+	g := NewWithT(t)
+	replicas := int32(2)
+	ps := &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1alpha1.PodSetSpec{Replicas: &replicas}}
+	obs := observation{active: []*corev1.Pod{
+		pod("web-b", "n", corev1.PodRunning, true, 0), pod("web-a", "n", corev1.PodRunning, true, 0),
+	}, managed: true}
+	ps.Status = calculateStatus(ps, obs)
+	g.Expect(ps.Status.PodNames).To(Equal([]string{"web-a", "web-b"}))
+	g.Expect(ps.Status.ReadyReplicas).To(Equal(int32(2)))
+
+	// Backdate the transition; an unchanged condition keeps it.
+	then := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	for i := range ps.Status.Conditions {
+		ps.Status.Conditions[i].LastTransitionTime = then
+	}
+	again := calculateStatus(ps, obs)
+	g.Expect(meta.FindStatusCondition(again.Conditions, appsv1alpha1.ConditionAvailable).LastTransitionTime).To(Equal(then))
+}

@@ -1,0 +1,22 @@
+// Package etcd is the member and snapshot client that the EtcdCluster
+// controller and the backup agent use, over go.etcd.io/etcd/client/v3. It
+// lists members and their status and health; adds a learner, promotes it,
+// removes a member and moves the leadership; and streams a snapshot to an
+// io.Writer. Its errors are classified (Classify: NotFound, Terminal,
+// Transient) and wrap sentinels that errors.Is finds, such as
+// ErrLearnerNotReady.
+//
+// Its checks (Quorum, HealthyQuorum, Leader, LearnerCaughtUp, CanAddLearner,
+// CanPromote, CanRemove, NextLeader) are pure functions of what Members and
+// Status returned, so that the controller decides, and tests its decisions,
+// without etcd.
+//
+// It must not wait: every call needs a deadline on its context, and a
+// context without one is refused with ErrNoDeadline before anything is sent;
+// calls about one member fail fast when it is down. The caller requeues
+// rather than waits for a learner to catch up or a member to come back.
+//
+// It knows nothing of Kubernetes: no API types, no Secrets (the caller
+// passes a tls.Config and credentials in), no controller. It never logs or
+// prints a password.
+package etcd

@@ -1,6 +1,7 @@
 // Command tend is Tend's one binary.
 //
 //	tend manager   runs the controllers (leader election, metrics, probes)
+//	               and the conversion webhook
 //
 // Run "tend COMMAND -h" for a command's flags.
 package main

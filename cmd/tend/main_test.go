@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,8 +18,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+	appsv1beta1 "github.com/tend-dev/tend/api/apps/v1beta1"
 	"github.com/tend-dev/tend/internal/testenv"
 )
 
@@ -84,13 +89,22 @@ func (p *process) stop(t *testing.T) error {
 	}
 }
 
-// managerArgs are the flags of a manager that serves metrics and probes on
-// free loopback ports, and elects its leader through the Lease ns/lease.
+// managerArgs are the flags of a manager that serves metrics, probes and
+// webhooks on free loopback ports, and elects its leader through the Lease
+// ns/lease.
 func managerArgs(t *testing.T, ns, lease string) (args []string, metricsURL, probeURL string) {
 	metrics, probe := freePort(t), freePort(t)
+	_, webhookPort, err := net.SplitHostPort(freePort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return []string{
 		"manager",
 		"--kubeconfig=" + env.Kubeconfig(t),
+		// envtest's certificate; the apiserver calls another port.
+		"--webhook-cert-mode=external",
+		"--webhook-cert-dir=" + env.WebhookOptions().CertDir,
+		"--webhook-port=" + webhookPort,
 		"--leader-elect",
 		"--leader-election-namespace=" + ns,
 		"--leader-election-id=" + lease,
@@ -149,6 +163,37 @@ func TestManagerServesProbesAndMetricsAndLeadsUntilSIGTERM(t *testing.T) {
 	g.Expect(second.stop(t)).To(Succeed())
 	g.Expect(env.Client.Get(context.Background(), key, lease)).To(Succeed())
 	g.Expect(ptrValue(lease.Spec.HolderIdentity)).To(BeEmpty())
+}
+
+// The conversion webhook is served whatever --controllers selects, even
+// none: every read of a PodSet as v1beta1 needs it.
+func TestManagerServesConversionWithoutControllers(t *testing.T) {
+	g := NewWithT(t)
+	hooks := env.WebhookOptions()
+	probe := freePort(t)
+	startTend(t, "manager",
+		"--kubeconfig="+env.Kubeconfig(t),
+		"--controllers=",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address="+probe,
+		"--webhook-cert-mode=external",
+		"--webhook-cert-dir="+hooks.CertDir,
+		"--webhook-port="+strconv.Itoa(hooks.Port),
+	)
+	g.Eventually(func() (string, error) { return get("http://" + probe + "/readyz") }).
+		WithTimeout(time.Minute).Should(Equal("ok"))
+
+	ps := &appsv1beta1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "db"},
+		Spec: appsv1beta1.PodSetSpec{
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
+			Leader:   &appsv1beta1.Leader{Election: appsv1beta1.LeaderElectionEnabled},
+		},
+	}
+	g.Expect(env.Client.Create(context.Background(), ps)).To(Succeed())
+	stored := &appsv1alpha1.PodSet{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(ps), stored)).To(Succeed())
+	g.Expect(stored.Spec.LeaderElection).To(BeTrue())
 }
 
 func TestManagerRejectsAnUnknownController(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/webhook"
 )
 
 // New builds a manager from opts with the given controllers registered. It
@@ -40,6 +41,10 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	if err != nil {
 		return nil, err
 	}
+	webhooks, err := webhook.New(opts.Webhook)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.Scheme,
 		Cache:                         cacheOpts,
@@ -52,6 +57,7 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		LeaseDuration:                 &opts.LeaseDuration,
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
+		WebhookServer:                 webhooks.Server(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -61,6 +67,11 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	// The conversion webhook runs whatever controllers run: every read of
+	// a CRD version that is not stored needs it.
+	if err := webhooks.Setup(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the webhooks: %w", err)
 	}
 	for _, c := range controllers {
 		if err := c.Setup(mgr); err != nil {

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tend-dev/tend/internal/webhook"
 )
 
 // Options are the manager's settings, one field per command-line flag.
@@ -41,6 +43,10 @@ type Options struct {
 	QPS   float64
 	Burst int
 
+	// Webhook is the webhook server's: its port, and who provides its
+	// serving certificate.
+	Webhook webhook.Options
+
 	Zap zap.Options
 }
 
@@ -56,6 +62,7 @@ func DefaultOptions() Options {
 		RetryPeriod:      2 * time.Second,
 		Controllers:      []string{"*"},
 		QPS:              -1,
+		Webhook:          webhook.DefaultOptions(),
 	}
 }
 
@@ -89,6 +96,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Requests per second to the apiserver; negative leaves rate limiting to API Priority and Fairness.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst,
 		"Burst of requests to the apiserver, with a positive --kube-api-qps.")
+	o.Webhook.BindFlags(fs)
 	o.Zap.BindFlags(fs)
 }
 

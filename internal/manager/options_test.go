@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/tend-dev/tend/internal/webhook"
 )
 
 func TestSelectControllers(t *testing.T) {
@@ -54,11 +56,15 @@ func TestBindFlags(t *testing.T) {
 		"--leader-elect",
 		"--metrics-bind-address=0",
 		"--kube-api-qps=20", "--kube-api-burst=30",
+		"--webhook-port=10443", "--webhook-cert-mode=external",
 	})).To(Succeed())
 	g.Expect(o.Controllers).To(Equal([]string{"podset", "-queue"}))
 	g.Expect(o.LeaderElect).To(BeTrue())
 	g.Expect(o.MetricsAddr).To(Equal("0"))
 	g.Expect(o.QPS).To(Equal(20.0))
 	g.Expect(o.Burst).To(Equal(30))
+	g.Expect(o.Webhook.Port).To(Equal(10443))
+	g.Expect(o.Webhook.CertMode).To(Equal(webhook.CertModeExternal))
 	g.Expect(o.ProbeAddr).To(Equal(":8081"), "an unset flag keeps its default")
+	g.Expect(o.Webhook.CertSecret).To(Equal("tend-webhook-server-cert"), "an unset flag keeps its default")
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/webhook"
 )
 
 // Env is one kube-apiserver and etcd shared by the tests of a package.
@@ -82,6 +83,10 @@ func (e *Env) Start() error {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme.Scheme,
+		// envtest gives every CRD whose kind is convertible in this scheme
+		// a conversion webhook at a free local port, with a certificate it
+		// makes for it; see WebhookOptions.
+		CRDInstallOptions: envtest.CRDInstallOptions{Scheme: scheme.Scheme},
 	}
 	cfg, err := e.env.Start()
 	if err != nil {
@@ -93,6 +98,25 @@ func (e *Env) Start() error {
 		return fmt.Errorf("creating a client: %w", err)
 	}
 	return nil
+}
+
+// WebhookOptions returns the manager's webhook options for serving the
+// conversion webhooks that this apiserver calls.
+//
+// envtest points the conversion webhook of every CRD with more than one
+// version (PodSet) at this test process. A package that reads or writes a
+// version that is not stored serves it by running the manager with these
+// options; only one manager at a time can, since the port is fixed. In a
+// package that serves none, the stored versions work as before, and the
+// others fail loudly (the apiserver reports the conversion webhook
+// unreachable) rather than coming back unconverted.
+func (e *Env) WebhookOptions() webhook.Options {
+	w := e.env.WebhookInstallOptions
+	opts := webhook.DefaultOptions()
+	opts.CertMode = webhook.CertModeExternal
+	opts.CertDir = w.LocalServingCertDir
+	opts.Port = w.LocalServingPort
+	return opts
 }
 
 // buildAssets asks the toolchain for the envtest binaries, building them

@@ -26,6 +26,8 @@ import (
 // apiserver. envtest runs no scheduler, kubelet or garbage collector: the
 // tests bind pods and set their readiness themselves, and check owner
 // references rather than garbage collection (the e2e tests cover that).
+// The manager also serves the conversion webhook that envtest points the
+// PodSet CRD at, so PodSets can be written as v1beta1 too.
 
 var env = testenv.New()
 
@@ -53,6 +55,7 @@ func startManager(ctx context.Context) error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	opts := manager.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.Webhook = env.WebhookOptions()
 	podsetOpts := DefaultOptions()
 	mgr, err := manager.New(env.Config, opts, []manager.Controller{Controller(&podsetOpts)})
 	if err != nil {

@@ -2,7 +2,9 @@
 # Builds Tend's toolchain from pinned Go modules into a cache outside the
 # repository, and prints where each tool is.
 #
-#   hack/toolchain.sh TOOL...      build what is missing, print each binary's path
+#   hack/toolchain.sh TOOL...      build what is missing, print each binary's path;
+#                                  GROUP/TOOL names a tool of a group that
+#                                  shares its name with another (etcd-upgrade-from/etcd)
 #   hack/toolchain.sh --envtest    build kube-apiserver, etcd and kubectl, print
 #                                  the directory to use as KUBEBUILDER_ASSETS
 #   hack/toolchain.sh --all        build every tool
@@ -21,11 +23,22 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/hack/versions.env"
 cache=${TEND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend}/toolchain
 
-# group_of TOOL prints the hack/tools group that builds TOOL.
+# group_of TOOL prints the hack/tools group that builds TOOL, which is either
+# a binary's name or GROUP/BINARY.
 group_of() {
 	case $1 in
+	*/*)
+		if [[ -d $root/hack/tools/${1%%/*} ]]; then echo "${1%%/*}"; else
+			echo "toolchain: unknown tool group in '$1'" >&2
+			return 1
+		fi
+		;;
 	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl) echo kubernetes ;;
 	etcd | etcdctl | etcdutl) echo etcd ;;
+	containerd | containerd-shim-runc-v2 | ctr) echo containerd ;;
+	coredns) echo coredns ;;
+	local-path-provisioner) echo local-path-provisioner ;;
+	kwok) echo kwok ;;
 	controller-gen) echo controller-gen ;;
 	golangci-lint) echo golangci-lint ;;
 	*)
@@ -35,14 +48,23 @@ group_of() {
 	esac
 }
 
-# package_of TOOL prints the Go package that TOOL is built from.
+# package_of GROUP BINARY prints the Go package that GROUP builds BINARY from.
 package_of() {
-	case $1 in
-	kube-* | kubelet | kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
-	etcd) echo go.etcd.io/etcd/server/v3 ;;
-	etcdctl | etcdutl) echo "go.etcd.io/etcd/$1/v3" ;;
-	controller-gen) echo sigs.k8s.io/controller-tools/cmd/controller-gen ;;
-	golangci-lint) echo github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+	case $1/$2 in
+	kubernetes/*) echo "k8s.io/kubernetes/cmd/$2" ;;
+	etcd/etcd) echo go.etcd.io/etcd/server/v3 ;;
+	etcd-upgrade-from/etcd) echo ./cmd/etcd ;; # etcd v3.5's main lives in a module the proxy lacks
+	etcd*/etcdctl | etcd*/etcdutl) echo "go.etcd.io/etcd/$2/v3" ;;
+	containerd/*) echo "github.com/containerd/containerd/v2/cmd/$2" ;;
+	coredns/coredns) echo github.com/coredns/coredns ;;
+	local-path-provisioner/local-path-provisioner) echo github.com/rancher/local-path-provisioner ;;
+	kwok/kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
+	controller-gen/controller-gen) echo sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+	golangci-lint/golangci-lint) echo github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+	*)
+		echo "toolchain: group $1 builds no tool named '$2'" >&2
+		return 1
+		;;
 	esac
 }
 
@@ -50,6 +72,11 @@ version_of_group() {
 	case $1 in
 	kubernetes) echo "$KUBERNETES_VERSION" ;;
 	etcd) echo "$ETCD_VERSION" ;;
+	etcd-upgrade-from) echo "$ETCD_UPGRADE_FROM_VERSION" ;;
+	containerd) echo "$CONTAINERD_VERSION" ;;
+	coredns) echo "$COREDNS_VERSION" ;;
+	local-path-provisioner) echo "$LOCAL_PATH_PROVISIONER_VERSION" ;;
+	kwok) echo "$KWOK_VERSION" ;;
 	controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
 	golangci-lint) echo "$GOLANGCI_LINT_VERSION" ;;
 	esac
@@ -72,6 +99,8 @@ ldflags_of() {
 		echo "-s -w$x"
 		;;
 	golangci-lint) echo "-s -w -X main.version=${v#v}" ;;
+	containerd) echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$v" ;;
+	local-path-provisioner) echo "-s -w -X main.VERSION=$v" ;;
 	*) echo "-s -w" ;;
 	esac
 }
@@ -85,8 +114,9 @@ dir_of() {
 
 # build TOOL builds TOOL unless the cache has it, and prints its path.
 build() {
-	local tool=$1 group dir bin
-	group=$(group_of "$tool")
+	local tool=${1##*/} group dir bin pkg
+	group=$(group_of "$1")
+	pkg=$(package_of "$group" "$tool")
 	dir=$(dir_of "$group")
 	bin=$dir/bin/$tool
 	if [[ -x $bin ]]; then
@@ -103,7 +133,7 @@ build() {
 		(
 			cd "$root/hack/tools/$group"
 			CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_of "$group")" \
-				-o "$bin.tmp.$$" "$(package_of "$tool")"
+				-o "$bin.tmp.$$" "$pkg"
 		) || {
 			rm -f "$bin.tmp.$$"
 			echo "toolchain: building $tool failed; see the go output above" >&2
@@ -128,11 +158,16 @@ envtest() {
 	echo "$assets"
 }
 
-all_tools=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd etcdctl etcdutl controller-gen golangci-lint)
+all_tools=(
+	kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+	etcd etcdctl etcdutl etcd-upgrade-from/etcd etcd-upgrade-from/etcdctl etcd-upgrade-from/etcdutl
+	containerd containerd-shim-runc-v2 ctr coredns local-path-provisioner
+	kwok controller-gen golangci-lint
+)
 
 case ${1:-} in
 "")
-	sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 	;;
 --cache-dir) echo "$cache" ;;

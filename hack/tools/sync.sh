@@ -16,6 +16,11 @@ source "$tools/../versions.env"
 pins() {
 	echo "kubernetes k8s.io/kubernetes $KUBERNETES_VERSION"
 	for m in etcdctl etcdutl server; do echo "etcd go.etcd.io/etcd/$m/v3 $ETCD_VERSION"; done
+	for m in etcdctl etcdutl server; do echo "etcd-upgrade-from go.etcd.io/etcd/$m/v3 $ETCD_UPGRADE_FROM_VERSION"; done
+	echo "containerd github.com/containerd/containerd/v2 $CONTAINERD_VERSION"
+	echo "coredns github.com/coredns/coredns $COREDNS_VERSION"
+	echo "local-path-provisioner github.com/rancher/local-path-provisioner $LOCAL_PATH_PROVISIONER_VERSION"
+	echo "kwok sigs.k8s.io/kwok $KWOK_VERSION"
 	echo "controller-gen sigs.k8s.io/controller-tools $CONTROLLER_TOOLS_VERSION"
 	echo "golangci-lint github.com/golangci/golangci-lint/v2 $GOLANGCI_LINT_VERSION"
 }
@@ -32,6 +37,15 @@ replaced() {
 import json, sys
 for r in json.load(sys.stdin).get("Replace") or []:
     print(r["Old"]["Path"], r["New"]["Path"], r["New"].get("Version", ""))'
+}
+
+# etcd_version GROUP prints the etcd version that an etcd group pins its
+# sibling modules to.
+etcd_version() {
+	case $1 in
+	etcd) echo "$ETCD_VERSION" ;;
+	etcd-upgrade-from) echo "$ETCD_UPGRADE_FROM_VERSION" ;;
+	esac
 }
 
 check() {
@@ -51,12 +65,15 @@ check() {
 			bad=1
 		fi
 	done < <(replaced kubernetes)
-	while read -r old new version; do
-		if [[ $old != "$new" || $version != "$ETCD_VERSION" ]]; then
-			echo "hack/tools/etcd/go.mod replaces $old with $new $version, want $ETCD_VERSION" >&2
-			bad=1
-		fi
-	done < <(replaced etcd)
+	for group in etcd etcd-upgrade-from; do
+		want=$(etcd_version "$group")
+		while read -r old new version; do
+			if [[ $old != "$new" || $version != "$want" ]]; then
+				echo "hack/tools/$group/go.mod replaces $old with $new $version, want $want" >&2
+				bad=1
+			fi
+		done < <(replaced "$group")
+	done
 	return $bad
 }
 
@@ -69,8 +86,10 @@ sync() {
 	for old in $(replaced kubernetes | awk '{print $1}'); do
 		(cd "$tools/kubernetes" && go mod edit -replace="$old=$old@$staging")
 	done
-	for old in $(replaced etcd | awk '{print $1}'); do
-		(cd "$tools/etcd" && go mod edit -replace="$old=$old@$ETCD_VERSION")
+	for group in etcd etcd-upgrade-from; do
+		for old in $(replaced "$group" | awk '{print $1}'); do
+			(cd "$tools/$group" && go mod edit -replace="$old=$old@$(etcd_version "$group")")
+		done
 	done
 	for group in $(pins | awk '{print $1}' | sort -u); do
 		(cd "$tools/$group" && go mod tidy)

@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package tools pins the containerd commands that the local cluster runs:
+// containerd, its runc shim and ctr.
+package tools
+
+import (
+	_ "github.com/containerd/containerd/v2/cmd/containerd"
+	_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
+	_ "github.com/containerd/containerd/v2/cmd/ctr"
+)

@@ -138,16 +138,22 @@ func (l *Limiters) bucket(endpoint string) *bucket {
 // may go, or a *RateLimitedError, having taken nothing, when it may not. The
 // SDK middleware calls it for every request; call it directly only for an
 // upstream that is not reached through the SDK.
-func (l *Limiters) Take(endpoint string) error {
+func (l *Limiters) Take(endpoint string) error { return l.takeN(endpoint, 1) }
+
+// takeN takes n tokens at once for the call about to be sent, or none. A
+// group larger than the burst is charged the burst, since more could never
+// be granted.
+func (l *Limiters) takeN(endpoint string, n int) error {
 	b := l.bucket(endpoint)
+	n = min(n, l.burst)
 	now := l.clock.Now()
-	// AllowN changes the bucket only when it grants the token.
-	if b.limiter.AllowN(now, 1) {
+	// AllowN changes the bucket only when it grants the tokens.
+	if b.limiter.AllowN(now, n) {
 		b.sent.Add(1)
 		return nil
 	}
 	b.refused.Add(1)
-	missing := 1 - b.limiter.TokensAt(now)
+	missing := float64(n) - b.limiter.TokensAt(now)
 	wait := time.Duration(math.Ceil(missing / float64(l.qps) * float64(time.Second)))
 	// Round up to the millisecond so that a caller that sleeps, or requeues,
 	// for the hint finds a whole token.
@@ -156,6 +162,56 @@ func (l *Limiters) Take(endpoint string) error {
 		wait = time.Millisecond
 	}
 	return &RateLimitedError{Endpoint: endpoint, RetryAfter: wait}
+}
+
+type callGroupKey struct{}
+
+// callGroup is what WithCallGroup's calls have paid for.
+type callGroup struct {
+	mu       sync.Mutex
+	n        int
+	endpoint string // where the group's tokens were taken; "" before
+	prepaid  int    // tokens taken and not yet used by a call
+}
+
+// WithCallGroup returns a context whose next n calls to one endpoint take
+// their tokens together: the first takes n tokens at once, or is refused
+// and takes none, and the n-1 after it take none. A pass that must make
+// several calls to be of any use runs them in such a context, so that it
+// either can finish or spends nothing. With a token per call, passes that
+// compete for an empty bucket each get their first call through, find no
+// token for the next, and retry: the bucket is spent and no pass finishes.
+// Calls beyond n, or to another endpoint, take a token each as usual.
+func WithCallGroup(ctx context.Context, n int) context.Context {
+	if n <= 1 {
+		return ctx
+	}
+	return context.WithValue(ctx, callGroupKey{}, &callGroup{n: n})
+}
+
+// take takes what a call in ctx needs from endpoint's bucket: nothing when
+// its group has paid for it, the group's tokens when it is the group's
+// first call, one token otherwise.
+func (l *Limiters) take(ctx context.Context, endpoint string) error {
+	g, ok := ctx.Value(callGroupKey{}).(*callGroup)
+	if !ok {
+		return l.takeN(endpoint, 1)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.endpoint == "":
+		if err := l.takeN(endpoint, g.n); err != nil {
+			return err
+		}
+		g.endpoint, g.prepaid = endpoint, min(g.n, l.burst)-1
+		return nil
+	case g.endpoint == endpoint && g.prepaid > 0:
+		g.prepaid--
+		l.bucket(endpoint).sent.Add(1)
+		return nil
+	}
+	return l.takeN(endpoint, 1)
 }
 
 // Stats returns the counts for endpoint, zero if it has never been called.
@@ -202,7 +258,7 @@ func (m *limitMiddleware) HandleFinalize(ctx context.Context, in middleware.Fina
 	}
 	endpoint := EndpointKey(req.URL)
 	operation := awsmiddleware.GetOperationName(ctx)
-	if err := m.limiters.Take(endpoint); err != nil {
+	if err := m.limiters.take(ctx, endpoint); err != nil {
 		RequestsTotal.WithLabelValues(endpoint, operation, OutcomeRateLimited).Inc()
 		return middleware.FinalizeOutput{}, middleware.Metadata{}, err
 	}

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"sync"
@@ -155,6 +156,137 @@ func TestLimitersConcurrent(t *testing.T) {
 	g.Expect(l.Stats(endpoint)).To(Equal(Stats{Sent: burst, Refused: workers - burst}))
 }
 
+func TestCallGroup(t *testing.T) {
+	const a, b = "https://sqs.us-east-1.amazonaws.com", "http://127.0.0.1:5000"
+	type call struct {
+		group     int // which context of the test case it is made in; 0 for none
+		endpoint  string
+		wantAfter time.Duration // zero: granted; else refused with this hint
+	}
+	tests := []struct {
+		name      string
+		burst     int
+		groups    map[int]int // group id to its size
+		pre       int         // single calls to a before the test's calls, counted in wantStats
+		calls     []call
+		wantStats map[string]Stats
+	}{
+		{
+			name: "the first call takes the group's tokens and the next take none",
+			// 3 tokens: the group's 2, then one for a call beyond the group.
+			burst: 3, groups: map[int]int{1: 2},
+			calls: []call{
+				{group: 1, endpoint: a}, {group: 1, endpoint: a}, {group: 1, endpoint: a},
+				{group: 1, endpoint: a, wantAfter: 100 * time.Millisecond},
+			},
+			wantStats: map[string]Stats{a: {Sent: 3, Refused: 1}},
+		},
+		{
+			name: "a refused group takes nothing",
+			// One token left: not enough for a group of 2, enough for a call.
+			burst: 3, pre: 2, groups: map[int]int{1: 2},
+			calls: []call{
+				{group: 1, endpoint: a, wantAfter: 100 * time.Millisecond},
+				{endpoint: a},
+			},
+			wantStats: map[string]Stats{a: {Sent: 3, Refused: 1}},
+		},
+		{
+			name:  "a group larger than the burst is charged the burst",
+			burst: 2, groups: map[int]int{1: 5},
+			calls: []call{
+				{group: 1, endpoint: a}, {group: 1, endpoint: a},
+				{group: 1, endpoint: a, wantAfter: 100 * time.Millisecond},
+			},
+			wantStats: map[string]Stats{a: {Sent: 2, Refused: 1}},
+		},
+		{
+			name:  "a call to another endpoint takes its own token",
+			burst: 2, groups: map[int]int{1: 2},
+			calls: []call{
+				{group: 1, endpoint: a}, {group: 1, endpoint: b}, {group: 1, endpoint: a},
+			},
+			wantStats: map[string]Stats{a: {Sent: 2}, b: {Sent: 1}},
+		},
+		{
+			name:  "groups of one are single calls",
+			burst: 1, groups: map[int]int{1: 1},
+			calls: []call{
+				{group: 1, endpoint: a}, {group: 1, endpoint: a, wantAfter: 100 * time.Millisecond},
+			},
+			wantStats: map[string]Stats{a: {Sent: 1, Refused: 1}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			// Time stands still: the bucket never refills.
+			l, err := NewLimiters(LimiterOptions{QPS: 10, Burst: tt.burst, Clock: clocktesting.NewFakePassiveClock(epoch)})
+			g.Expect(err).NotTo(HaveOccurred())
+			ctxs := map[int]context.Context{0: context.Background()}
+			for id, n := range tt.groups {
+				ctxs[id] = WithCallGroup(context.Background(), n)
+			}
+			for range tt.pre {
+				g.Expect(l.Take(a)).To(Succeed())
+			}
+			for i, c := range tt.calls {
+				err := l.take(ctxs[c.group], c.endpoint)
+				if c.wantAfter == 0 {
+					g.Expect(err).NotTo(HaveOccurred(), "call %d", i)
+					continue
+				}
+				var limited *RateLimitedError
+				g.Expect(errors.As(err, &limited)).To(BeTrue(), "call %d: %v", i, err)
+				g.Expect(*limited).To(Equal(RateLimitedError{Endpoint: c.endpoint, RetryAfter: c.wantAfter}), "call %d", i)
+			}
+			for endpoint, want := range tt.wantStats {
+				g.Expect(l.Stats(endpoint)).To(Equal(want), endpoint)
+			}
+		})
+	}
+}
+
+// TestCallGroupsFinishUnderContention shows why passes of two calls take
+// their tokens together. Many passes retry against a bucket that refills
+// one token at a time: with a token per call, each new token goes to some
+// pass's first call and its second call is refused, so no pass finishes;
+// with a group, a pass goes only when both tokens are there, and passes
+// finish at half the bucket's rate.
+func TestCallGroupsFinishUnderContention(t *testing.T) {
+	finished := func(grouped bool) int {
+		const endpoint, contenders = "http://127.0.0.1:1", 50
+		clock := clocktesting.NewFakePassiveClock(epoch)
+		l, err := NewLimiters(LimiterOptions{QPS: 10, Burst: 2, Clock: clock})
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		done := map[int]bool{}
+		// Every 10ms for 2s, every pass not yet done tries both its calls.
+		for step := 0; step <= 200; step++ {
+			for c := range contenders {
+				if done[c] {
+					continue
+				}
+				ctx := context.Background()
+				if grouped {
+					ctx = WithCallGroup(ctx, 2)
+				}
+				// A pass is its two calls, one after the other.
+				first := l.take(ctx, endpoint)
+				if first == nil && l.take(ctx, endpoint) == nil {
+					done[c] = true
+				}
+			}
+			clock.SetTime(clock.Now().Add(10 * time.Millisecond))
+		}
+		return len(done)
+	}
+	g := NewWithT(t)
+	// The full bucket's two tokens, then one pass every 200ms.
+	g.Expect(finished(true)).To(BeNumerically(">=", 10))
+	// Only the first pass, on the full bucket, ever finishes.
+	g.Expect(finished(false)).To(Equal(1))
+}
+
 func TestEndpointKey(t *testing.T) {
 	tests := []struct {
 		url  string
@@ -217,6 +349,36 @@ func TestLimitersThroughSDK(t *testing.T) {
 	otherURL, err := url.Parse(server.URL)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(l.Stats(EndpointKey(otherURL))).To(Equal(Stats{Sent: 1}))
+}
+
+// TestCallGroupThroughSDK shows that the SDK's calls honour WithCallGroup:
+// a group that cannot have all its tokens sends nothing.
+func TestCallGroupThroughSDK(t *testing.T) {
+	g := NewWithT(t)
+	ctx := callCtx(t)
+	proxy := faultproxy.Start(t, server.URL)
+	proxied, err := url.Parse(proxy.URL())
+	g.Expect(err).NotTo(HaveOccurred())
+	endpoint := EndpointKey(proxied)
+	// Time stands still: 3 tokens, ever.
+	l, err := NewLimiters(LimiterOptions{QPS: 1, Burst: 3, Clock: clocktesting.NewFakePassiveClock(epoch)})
+	g.Expect(err).NotTo(HaveOccurred())
+	c := newSQS(t, Connection{EndpointURL: proxy.URL(), Limiters: l})
+	list := func(ctx context.Context) error {
+		_, err := c.ListQueues(ctx, &sqs.ListQueuesInput{})
+		return err
+	}
+
+	pair := WithCallGroup(ctx, 2)
+	g.Expect(list(pair)).To(Succeed())
+	g.Expect(list(pair)).To(Succeed())
+	// One token is left: another pair is refused before its first call.
+	g.Expect(Classify(list(WithCallGroup(ctx, 2)))).To(Equal(Throttled))
+	g.Expect(proxy.Total()).To(Equal(2))
+	// It took nothing: a single call still gets the last token.
+	g.Expect(list(ctx)).To(Succeed())
+	g.Expect(proxy.Total()).To(Equal(3))
+	g.Expect(l.Stats(endpoint)).To(Equal(Stats{Sent: 3, Refused: 1}))
 }
 
 // TestRequestsTotalOutcomes shows that the counter tells the upstream's

@@ -155,6 +155,10 @@ func observe(ctx context.Context, api *sqs.Client, q *sqsv1alpha1.Queue) (observ
 		}
 		url = awssdk.ToString(out.QueueUrl)
 	}
+	// Attributes and tags take their tokens together: with a token each, a
+	// restart's thousands of due passes would spend the bucket on first
+	// calls and finish none.
+	ctx = tendaws.WithCallGroup(ctx, 2)
 	attrs, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
 	})

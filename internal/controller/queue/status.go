@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
+	tendaws "github.com/tend-dev/tend/internal/aws"
 )
 
 // initConditions sets both conditions on a Queue's first pass, as Unknown,
@@ -46,6 +47,12 @@ func findCondition(q *sqsv1alpha1.Queue, typ string) *metav1.Condition {
 // code and message, without the request ID that changes every time, so that
 // a repeated failure does not rewrite the status.
 func describe(err error) string {
+	// The limiter's refusal names a wait that differs on every pass.
+	var limited *tendaws.RateLimitedError
+	if errors.As(err, &limited) {
+		return "Tend's own limit of SQS calls to " + limited.Endpoint +
+			" is reached (--sqs-qps, --sqs-burst); Tend retries when it allows"
+	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
 		var opErr *smithy.OperationError

@@ -47,8 +47,8 @@ const (
 	// ReasonConnectionError: the connection settings could not be used (for
 	// example the Secret is missing a key).
 	ReasonConnectionError = "ConnectionError"
-	// ReasonThrottled: SQS, or Tend's own limiter, asked to slow down; Tend
-	// retries later.
+	// ReasonThrottled: SQS asked to slow down; Tend retries when it says.
+	// (Tend's own limiter never sets a condition: a local wait is no fault.)
 	ReasonThrottled = "Throttled"
 	// ReasonUpstreamError: SQS failed or could not be reached; Tend retries
 	// with backoff.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,10 @@ import (
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 	tendaws "github.com/tend-dev/tend/internal/aws"
 )
+
+// localRetrySpread spreads the retries of passes that Tend's own limiter
+// refused.
+const localRetrySpread = 5 * time.Second
 
 // defaultPollInterval applies when the spec has none (the CRD defaults it).
 const defaultPollInterval = 5 * time.Minute
@@ -315,6 +320,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, q *sqsv1alpha1.Queue) 
 // terminal error waits for the user, throttling waits as long as SQS (or the
 // local bucket) asks, anything else backs off exponentially.
 func (r *Reconciler) fail(q *sqsv1alpha1.Queue, err error) (ctrl.Result, error) {
+	// Tend's own bucket being empty says nothing about the queue: the
+	// conditions stay as they are (no status write, no Ready flapping after
+	// a restart), and the pass comes back once tokens are due, spread so
+	// that the Queues waiting for them do not all retry in the same instant.
+	var limited *tendaws.RateLimitedError
+	if errors.As(err, &limited) {
+		return ctrl.Result{RequeueAfter: limited.RetryAfter + rand.N(localRetrySpread)}, nil
+	}
 	reason, msg := sqsv1alpha1.ReasonUpstreamError, describe(err)
 	var connErr *connectionError
 	class := tendaws.Classify(err)

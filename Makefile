@@ -15,8 +15,15 @@ GOLANGCI_LINT = $$($(TOOLCHAIN) golangci-lint)
 KUBECTL = $$($(TOOLCHAIN) kubectl)
 
 GO_TEST_FLAGS ?= -race -count=1
-KUBECONFIG ?= $(HOME)/.kube/config
+# The e2e tests run against the local cluster; the bound is for a cold
+# machine, where they build the node's images first.
+E2E_TEST_FLAGS ?= -count=1 -timeout 60m
+# The local cluster (hack/cluster, docs/cluster.md) is the default cluster.
+LOCAL_KUBECONFIG := /var/lib/tend-cluster/kubeconfig
+KUBECONFIG ?= $(LOCAL_KUBECONFIG)
 export KUBECONFIG
+# The manager's image for make deploy.
+IMG ?= ghcr.io/tend-dev/tend:dev
 
 ##@ General
 
@@ -44,24 +51,37 @@ fmt: ## Format the Go code.
 
 .PHONY: vet
 vet: ## Run go vet.
-	go vet ./...
+	go vet -tags e2e ./...
 
 .PHONY: lint
-lint: ## Run golangci-lint (.golangci.yml).
-	$(GOLANGCI_LINT) run ./...
+lint: ## Run golangci-lint (.golangci.yml), the e2e tests and hack/cluster's Go included.
+	$(GOLANGCI_LINT) run --build-tags e2e ./...
+	cd hack/cluster && $(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: ## Fail if generated files, tool pins or go.mod are out of date.
+verify: verify-cluster ## Fail if generated files, tool pins or go.mod are out of date.
 	hack/verify.sh
+
+.PHONY: verify-cluster
+verify-cluster:
+	cd hack/cluster && go mod tidy -diff >/dev/null 2>&1 || \
+		{ echo "verify: hack/cluster/go.mod or go.sum is not tidy; run go mod tidy there" >&2; exit 1; }
+	$(KUBECTL) kustomize config/local >/dev/null
 
 ##@ Test
 
 .PHONY: test
-test: verify test-unit lint ## Everything CI runs: verify, unit and envtest tests, lint.
+test: verify test-unit test-e2e lint ## Everything CI runs: verify, unit, envtest and e2e tests, lint.
 
 .PHONY: test-unit
 test-unit: toolchain-envtest ## Unit and envtest tests (a real kube-apiserver and etcd).
 	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test $(GO_TEST_FLAGS) ./...
+	cd hack/cluster && go test -count=1 ./...
+
+.PHONY: test-e2e
+test-e2e: ## End-to-end tests on the local cluster: brings it up, deploys Tend from its image.
+	hack/cluster/up.sh
+	go test -tags e2e $(E2E_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
 bench: toolchain-envtest ## Run the benchmarks; they print figures and never fail on time.
@@ -83,14 +103,50 @@ toolchain-envtest:
 
 ##@ Run
 
+.PHONY: run
+run: ## Start the local cluster if needed, deploy Tend in it from its image, apply the samples.
+	hack/cluster/up.sh
+	hack/cluster/deploy.sh --local
+	$(KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG) apply --server-side -k config/samples
+	@echo
+	@echo "Tend runs in the namespace tend-system; the samples are in the namespace default. Watch them:"
+	@echo "  export KUBECONFIG=$(LOCAL_KUBECONFIG)"
+	@echo "  alias kubectl=$$($(TOOLCHAIN) kubectl)"
+	@echo "  kubectl get -k config/samples               # the samples and their status"
+	@echo "  kubectl get events -w                        # what the controllers do"
+	@echo "  kubectl -n tend-system logs -f deployment/tend-manager"
+
+.PHONY: run-local
+run-local: ## Run the manager from source against the local cluster, in place of its Deployment.
+	hack/cluster/up.sh
+	$(KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG) apply --server-side -k config/crd
+	$(KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG) -n tend-system scale deployment/tend-manager --replicas=0 2>/dev/null || true
+	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test KUBECONFIG=$(LOCAL_KUBECONFIG) go run ./cmd/tend manager \
+		--sqs-endpoint="$$(hack/cluster/settings.sh | sed -n 's/^MOTO_URL=//p')" --sqs-region=us-east-1 \
+		--metrics-bind-address=127.0.0.1:8443 --health-probe-bind-address=127.0.0.1:8081
+
 .PHONY: install
 install: ## Install the CRDs into the cluster in $KUBECONFIG.
 	$(KUBECTL) apply --server-side -k config/crd
 
-.PHONY: run
-run: ## Run the manager from source against the cluster in $KUBECONFIG.
-	@$(KUBECTL) version >/dev/null 2>&1 || { \
-		echo "make run: no cluster answers at KUBECONFIG=$(KUBECONFIG)." >&2; \
-		echo "Point KUBECONFIG at a cluster you may change." >&2; exit 1; }
-	$(MAKE) install
-	go run ./cmd/tend manager --metrics-bind-address=127.0.0.1:8443 --health-probe-bind-address=127.0.0.1:8081
+.PHONY: deploy
+deploy: ## Deploy Tend (kubectl apply -k config/default) with IMG to the cluster in $KUBECONFIG.
+	hack/cluster/deploy.sh $(IMG)
+
+##@ Local cluster (docs/cluster.md)
+
+.PHONY: cluster-up
+cluster-up: ## Start the local one-node cluster, or repair it; prints how to use it.
+	hack/cluster/up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster; its state stays for the next cluster-up.
+	hack/cluster/down.sh
+
+.PHONY: cluster-wipe
+cluster-wipe: ## Delete the local cluster and all of its state.
+	hack/cluster/wipe.sh
+
+.PHONY: cluster-images
+cluster-images: ## Build every image and import it into the local cluster.
+	hack/cluster/images.sh load all

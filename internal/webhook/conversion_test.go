@@ -33,7 +33,7 @@ func template(name string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "sleep", Image: "docker.io/library/busybox:1.36", Command: []string{"sleep", "3600"},
+			Name: "sleep", Image: "docker.io/library/busybox:1.35.0", Command: []string{"sleep", "3600"},
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
 		}}},
 	}

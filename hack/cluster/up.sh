@@ -29,24 +29,34 @@ build_binaries() {
 	cluster_tool imagebuild >/dev/null
 }
 
-# node_ready_since TIME succeeds when the node is Ready by a status that
-# kubelet posted at TIME or later (TIME empty: any status). A node status
-# from before kubelet's start says nothing about this kubelet.
+# epoch TIME prints an API time stamp in seconds since the epoch.
+epoch() { date -u -d "$1" +%s; }
+
+# node_ready_since SECONDS succeeds when the node is Ready and kubelet has
+# renewed the node's Lease at SECONDS (since the epoch) or later (SECONDS
+# empty: at any time). After a restart the Lease proves that this kubelet is
+# up; the Ready condition may still be the killed one's, but a node that is
+# not ready fails the add-ons' wait below.
 node_ready_since() {
-	local status
-	status=$(kubectl get node "$NODE_NAME" \
-		-o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null) || return 1
-	[[ ${status%% *} == True && ! ${status#* } < "$1" ]]
+	local ready renewed
+	ready=$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) || return 1
+	[[ $ready == True ]] || return 1
+	[[ -n $1 ]] || return 0
+	renewed=$(kubectl -n kube-node-lease get lease "$NODE_NAME" -o jsonpath='{.spec.renewTime}' 2>/dev/null) || return 1
+	[[ -n $renewed ]] && (($(epoch "$renewed") >= $1))
 }
 
-# pods_ready_since NAMESPACE SELECTOR TIME succeeds when a pod matching
-# SELECTOR is Ready with every container started at TIME or later, that is,
-# by this kubelet and not a killed one.
+# pods_ready_since NAMESPACE SELECTOR SECONDS succeeds when a pod matching
+# SELECTOR is Ready with every container started at SECONDS (since the epoch)
+# or later (SECONDS empty: at any time), that is, by this containerd and not
+# a killed one.
 pods_ready_since() {
 	local ready started t ok=""
 	while read -r ready started; do
 		[[ $ready == True && -n $started ]] || continue
-		for t in $started; do [[ $t < "$3" ]] && continue 2; done
+		if [[ -n $3 ]]; then
+			for t in $started; do (($(epoch "$t") >= $3)) || continue 2; done
+		fi
 		ok=1
 	done < <(kubectl -n "$1" get pods -l "$2" \
 		-o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[*].state.running.startedAt}{"\n"}{end}' 2>/dev/null)
@@ -67,7 +77,9 @@ apply_addons() {
 main() {
 	require_root
 	take_lock
-	local start=$SECONDS kubelet_since="" name
+	# A node status or a pod status from before the start of kubelet (or of
+	# containerd, which runs the containers) says nothing about the node now.
+	local start=$SECONDS kubelet_since="" pods_since="" name
 	mkdir -p "$STATE_DIR" "$RUN_DIR" "$LOG_DIR" "$CONFIG_DIR"
 
 	host_ensure_packages
@@ -75,15 +87,19 @@ main() {
 	host_network_up
 	pki_ensure
 
-	for name in etcd kube-apiserver kube-controller-manager kube-scheduler containerd; do
+	for name in etcd kube-apiserver kube-controller-manager kube-scheduler; do
 		ensure "$name"
 	done
+	if ! running containerd; then
+		pods_since=$(date +%s)
+		ensure containerd
+	fi
 	for name in pause coredns local-path-provisioner busybox; do
 		load "$name"
 	done
 	prune_untagged
 	if ! running kubelet; then
-		kubelet_since=$(date -u +%FT%TZ)
+		kubelet_since=$(date +%s)
 		ensure kubelet
 	fi
 	ensure kube-proxy
@@ -93,9 +109,9 @@ main() {
 	log "node $NODE_NAME is Ready ($((SECONDS - start))s since the start)"
 	apply_addons
 	wait_ready kubelet 180 "CoreDNS Ready (kubectl -n kube-system get pods -l k8s-app=kube-dns)" \
-		pods_ready_since kube-system k8s-app=kube-dns "$kubelet_since"
+		pods_ready_since kube-system k8s-app=kube-dns "$pods_since"
 	wait_ready kubelet 180 "local-path-provisioner Ready (kubectl -n local-path-storage get pods)" \
-		pods_ready_since local-path-storage app=local-path-provisioner "$kubelet_since"
+		pods_ready_since local-path-storage app=local-path-provisioner "$pods_since"
 
 	log "up in $((SECONDS - start))s: node $NODE_NAME ($NODE_IP) is Ready, CoreDNS and the local-path StorageClass serve"
 	cat >&2 <<EOF

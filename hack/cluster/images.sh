@@ -129,9 +129,13 @@ image_key() {
 # build IMAGE builds IMAGE's tarball unless the cache has it, and prints its
 # path. The digest is in the file beside it, with .digest appended.
 build() {
-	local name=$1 builder key out start=$SECONDS t
+	local name=$1 builder key out start=$SECONDS t lock
 	local -a tags flags
 	builder=$(cluster_tool imagebuild)
+	# One build of an image at a time: e2e runs and make run may overlap.
+	mkdir -p "$(image_cache)"
+	exec {lock}>"$(image_cache)/$name.lock"
+	flock "$lock"
 	recipe "$name"
 	key=$(image_key "$builder")
 	out=$(image_cache)/$name-$key.tar
@@ -142,9 +146,10 @@ build() {
 			die "imagebuild failed for the $name image"
 		mv -f "$out.digest.tmp" "$out.digest"
 		# Older builds of this image are of no more use.
-		find "$(image_cache)" -maxdepth 1 -name "$name-*.tar*" ! -name "$name-$key.tar*" -delete
+		find "$(image_cache)" -maxdepth 1 -name "$name-????????????????.tar*" ! -name "$name-$key.tar*" -delete
 		log "built the $name image ($(du -h "$out" | cut -f1)) in $((SECONDS - start))s: $out"
 	fi
+	exec {lock}>&-
 	echo "$out"
 }
 
@@ -209,6 +214,7 @@ images_main() {
 		;;
 	load)
 		require_root
+		take_lock
 		running containerd || die "the local cluster is not running; start it with make cluster-up"
 		for name in "${names[@]}"; do load "$name"; done
 		prune_untagged

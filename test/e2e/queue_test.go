@@ -97,10 +97,14 @@ func TestQueueLifecycleInCluster(t *testing.T) {
 		}
 		_, err = api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &name})
 		var missing *sqstypes.QueueDoesNotExist
-		if errors.As(err, &missing) || err != nil && strings.Contains(err.Error(), "NonExistentQueue") {
+		switch {
+		case err == nil:
+			return false, fmt.Errorf("the SQS queue %s still exists", name)
+		case errors.As(err, &missing) || strings.Contains(err.Error(), "NonExistentQueue"):
 			return true, nil
+		default:
+			return false, err
 		}
-		return false, fmt.Errorf("the SQS queue still answers (err %v)", err)
 	})
 }
 

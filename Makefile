@@ -143,6 +143,10 @@ cluster-up: ## Start the local one-node cluster, or repair it; prints how to use
 cluster-down: ## Stop the local cluster; its state stays for the next cluster-up.
 	hack/cluster/down.sh
 
+.PHONY: cluster-status
+cluster-status: ## Say which of the local cluster's processes run, with their logs.
+	@hack/cluster/status.sh
+
 .PHONY: cluster-wipe
 cluster-wipe: ## Delete the local cluster and all of its state.
 	hack/cluster/wipe.sh

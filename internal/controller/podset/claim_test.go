@@ -61,6 +61,8 @@ func TestPodSetsOfPod(t *testing.T) {
 		Namespace: "ns", Labels: map[string]string{appsv1alpha1.LabelPodSet: "new"},
 		OwnerReferences: []metav1.OwnerReference{owner},
 	}}
+	// The pod index (what a pass lists) and the event mapping agree.
+	g.Expect(podSetNamesOf(p)).To(Equal([]string{"old", "new"}))
 	reqs := podSetsOfPod(t.Context(), p)
 	g.Expect(reqs).To(HaveLen(2))
 	g.Expect(reqs[0].Name).To(Equal("old"))

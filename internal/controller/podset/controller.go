@@ -35,8 +35,11 @@ import (
 // Name is the controller's name for --controllers.
 const Name = "podset"
 
-// indexController indexes pods by the name of the PodSet that controls them.
-const indexController = ".metadata.controller.podset"
+// indexPodSets indexes pods by the names of the PodSets they concern (see
+// podSetNamesOf). A pass lists its pods through it, so that it reads its own
+// pods only: a label selector on the cache would test every pod of the
+// namespace, on every pass.
+const indexPodSets = ".metadata.podsets"
 
 // Options are the podset controller's settings.
 type Options struct {
@@ -99,14 +102,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.Clock = clock.RealClock{}
 	}
 	r.expectations = newExpectations(r.Clock)
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexController, func(o client.Object) []string {
-		if ref := podSetControllerOf(o); ref != nil {
-			return []string{ref.Name}
-		}
-		return nil
-	})
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexPodSets, podSetNamesOf)
 	if err != nil {
-		return fmt.Errorf("indexing pods by controller: %w", err)
+		return fmt.Errorf("indexing pods by PodSet: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -126,13 +124,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(r)
 }
 
+// podSetNamesOf returns the names of the PodSets a pod concerns: the one
+// that controls it and the one its label names, usually the same one.
+func podSetNamesOf(o client.Object) []string {
+	var names []string
+	if ref := podSetControllerOf(o); ref != nil {
+		names = append(names, ref.Name)
+	}
+	if name := o.GetLabels()[appsv1alpha1.LabelPodSet]; name != "" && (len(names) == 0 || names[0] != name) {
+		names = append(names, name)
+	}
+	return names
+}
+
 // podSetsOfPod maps a pod to the PodSets it concerns.
 func podSetsOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
-	if ref := podSetControllerOf(o); ref != nil {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
-	}
-	if name := o.GetLabels()[appsv1alpha1.LabelPodSet]; name != "" && (len(reqs) == 0 || reqs[0].Name != name) {
+	for _, name := range podSetNamesOf(o) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
 	}
 	return reqs

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -83,24 +82,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // listPods returns the pods the PodSet may own: those its label selects and
 // those that still name it as controller though their label changed.
 func (r *Reconciler) listPods(ctx context.Context, ps *appsv1alpha1.PodSet) ([]*corev1.Pod, error) {
-	var selected, controlled corev1.PodList
-	if err := r.List(ctx, &selected, client.InNamespace(ps.Namespace),
-		client.MatchingLabels{appsv1alpha1.LabelPodSet: ps.Name}); err != nil {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(ps.Namespace),
+		client.MatchingFields{indexPodSets: ps.Name}); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	if err := r.List(ctx, &controlled, client.InNamespace(ps.Namespace),
-		client.MatchingFields{indexController: ps.Name}); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	seen := map[types.UID]bool{}
-	pods := make([]*corev1.Pod, 0, len(selected.Items))
-	for _, list := range [][]corev1.Pod{selected.Items, controlled.Items} {
-		for i := range list {
-			if !seen[list[i].UID] {
-				seen[list[i].UID] = true
-				pods = append(pods, &list[i])
-			}
-		}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
 	}
 	return pods, nil
 }

@@ -80,7 +80,7 @@ func newPodSet(ns, name string, replicas int32, mutate func(*appsv1alpha1.PodSet
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "sleep", Image: "docker.io/library/busybox:1.36", Command: []string{"sleep", "3600"},
+					Name: "sleep", Image: "docker.io/library/busybox:1.35.0", Command: []string{"sleep", "3600"},
 				}}},
 			},
 		},

@@ -101,7 +101,7 @@ recipe() {
 	tend)
 		# The manager and the agents, static, as a non-root user. CA
 		# certificates let it reach real AWS endpoints in a real cluster.
-		(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$src/tend.tmp" ./cmd/tend) ||
+		(cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$src/tend.tmp" ./cmd/tend) ||
 			die "building ./cmd/tend for the tend image failed; see the go output above"
 		mv -f "$src/tend.tmp" "$src/tend"
 		[[ -f /etc/ssl/certs/ca-certificates.crt ]] || die "/etc/ssl/certs/ca-certificates.crt is missing (Debian's ca-certificates)"

@@ -12,6 +12,9 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // MemberID is an etcd member's ID. It prints in hexadecimal, as etcd and
@@ -176,11 +179,34 @@ func (c *Client) Promote(ctx context.Context, id MemberID) error {
 // would leave fewer started members than a quorum (its strict
 // reconfiguration check); check CanRemove first. A member that is not there
 // gives ErrMemberNotFound, which Classify calls NotFound: the removal is done.
+//
+// The request goes to another started voting member, never to the one being
+// removed: that one stops as it applies its own removal and may answer
+// "server stopped" for a removal that did happen.
 func (c *Client) Remove(ctx context.Context, id MemberID) error {
-	return c.do(ctx, "removing member "+id.String(), func(ctx context.Context) error {
-		_, err := c.cli.MemberRemove(ctx, uint64(id))
-		return err
-	})
+	op := "removing member " + id.String()
+	members, err := c.Members(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if _, ok := find(members, id); !ok {
+		return fmt.Errorf("%s: %w", op, ErrMemberNotFound)
+	}
+	err = fmt.Errorf("%s: %w: no other started voting member to send it to", op, ErrQuorumAtRisk)
+	for _, m := range members {
+		if m.ID == id || m.IsLearner || !m.Started() {
+			continue
+		}
+		err = c.onMember(ctx, op+" through "+m.String(), m.ClientURLs[0], func(ctx context.Context, conn *grpc.ClientConn) error {
+			_, err := pb.NewClusterClient(conn).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: uint64(id)}, failFast)
+			return err
+		})
+		// A member that cannot be reached says nothing; ask the next.
+		if s, ok := status.FromError(err); !ok || s.Code() != codes.Unavailable {
+			return err
+		}
+	}
+	return err
 }
 
 // InitialCluster returns the --initial-cluster value with which member id,

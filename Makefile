@@ -56,7 +56,7 @@ vet: ## Run go vet.
 .PHONY: lint
 lint: ## Run golangci-lint (.golangci.yml), the e2e tests and hack/cluster's Go included.
 	$(GOLANGCI_LINT) run --build-tags e2e ./...
-	cd hack/cluster && $(GOLANGCI_LINT) run ./...
+	linter="$(GOLANGCI_LINT)" && cd hack/cluster && "$$linter" run ./...
 
 .PHONY: verify
 verify: verify-cluster ## Fail if generated files, tool pins or go.mod are out of date.
@@ -85,7 +85,7 @@ test-e2e: ## End-to-end tests on the local cluster: brings it up, deploys Tend f
 
 .PHONY: bench
 bench: toolchain-envtest ## Run the benchmarks; they print figures and never fail on time.
-	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test -run '^$$' -bench . -benchmem ./...
+	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test -p 1 -timeout 30m -run '^$$' -bench . -benchmem ./...
 
 ##@ Build
 

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tend-dev/tend/internal/testing/logtail"
 )
 
 const (
@@ -67,7 +69,7 @@ type Member struct {
 	DataDir string
 
 	c    *Cluster
-	log  *tailBuffer
+	log  *logtail.Buffer
 	mu   sync.Mutex
 	args []string // set by the first start, reused by Restart
 	proc *process // the latest process; nil before the first start
@@ -198,7 +200,7 @@ func (c *Cluster) newMember() (*Member, error) {
 		PeerURL:   scheme + "://127.0.0.1:" + strconv.Itoa(peerPort),
 		DataDir:   filepath.Join(c.dir, name),
 		c:         c,
-		log:       &tailBuffer{max: logTail},
+		log:       logtail.New(logTail),
 	}
 	c.members = append(c.members, m)
 	return m, nil

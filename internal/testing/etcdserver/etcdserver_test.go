@@ -137,14 +137,3 @@ func TestReservePort(t *testing.T) {
 		seen[p] = true
 	}
 }
-
-func TestTailBuffer(t *testing.T) {
-	g := NewWithT(t)
-	b := &tailBuffer{max: 8}
-	for _, s := range []string{"abc", "defgh", "ijk"} {
-		n, err := b.Write([]byte(s))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(n).To(Equal(len(s)))
-	}
-	g.Expect(b.String()).To(Equal("defghijk"))
-}

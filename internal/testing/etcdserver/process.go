@@ -6,8 +6,9 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
+
+	"github.com/tend-dev/tend/internal/testing/logtail"
 )
 
 // process is one running etcd.
@@ -20,7 +21,7 @@ type process struct {
 // startProcess starts bin with args, its output going to log. The process
 // gets a group of its own and SIGKILL when the thread that started it dies,
 // so that a test binary that crashes or times out leaves no etcd behind.
-func startProcess(bin string, args []string, log *tailBuffer) (*process, error) {
+func startProcess(bin string, args []string, log *logtail.Buffer) (*process, error) {
 	p := &process{exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = processEnv()
@@ -86,27 +87,4 @@ func (p *process) kill() {
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.exited
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tend-dev/tend/internal/testing/logtail"
 )
 
 // The fixed identity and place that every test sees.
@@ -47,7 +49,7 @@ type Server struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	waitErr  error
-	log      *tailBuffer
+	log      *logtail.Buffer
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -223,7 +225,7 @@ func (s *Server) launch(bin string) error {
 		return err
 	}
 	s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
-	s.log = &tailBuffer{max: 64 << 10}
+	s.log = logtail.New(64 << 10)
 	s.exited = make(chan struct{})
 	s.cmd = exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	s.cmd.Env = serverEnv()
@@ -356,27 +358,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/testing/repo"
 	"github.com/tend-dev/tend/internal/webhook"
 )
 
@@ -67,7 +68,7 @@ func (e *Env) Stop() error {
 // Start starts the apiserver and installs the CRDs, for a TestMain that
 // must start other servers too; Run does this and Stop for the common case.
 func (e *Env) Start() error {
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}
@@ -129,26 +130,6 @@ func buildAssets(root string) (string, error) {
 		return "", fmt.Errorf("KUBEBUILDER_ASSETS is unset and hack/toolchain.sh --envtest failed: %w\n%s", err, stderr.String())
 	}
 	return strings.TrimSpace(stdout.String()), nil
-}
-
-// repoRoot finds the directory of Tend's go.mod above the working directory,
-// which go test sets to the package's directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/tend-dev/tend\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod of github.com/tend-dev/tend above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // Kubeconfig writes a kubeconfig for a cluster administrator of the apiserver

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/tend-dev/tend/internal/testing/repo"
 )
 
 // DirEnv names the environment variable that points the harness at a
@@ -57,7 +59,7 @@ func FindBinaries() (Binaries, error) {
 
 // fromToolchain runs hack/toolchain.sh etcd etcdutl from the repository root.
 func fromToolchain() (Binaries, error) {
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return Binaries{}, fmt.Errorf("%s is unset and %w", DirEnv, err)
 	}
@@ -72,24 +74,4 @@ func fromToolchain() (Binaries, error) {
 		return Binaries{}, fmt.Errorf("hack/toolchain.sh etcd etcdutl printed %q, not two paths", stdout.String())
 	}
 	return Binaries{Etcd: paths[0], Etcdutl: paths[1]}, nil
-}
-
-// repoRoot finds the directory of Tend's go.mod above the working directory,
-// which go test sets to the package's directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/tend-dev/tend\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("there is no go.mod of github.com/tend-dev/tend above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/testing/repo"
 )
 
 // Cluster is the local cluster, as the tests of one package see it.
@@ -92,7 +93,7 @@ func (c *Cluster) Run(m *testing.M) int {
 // step is a hack/cluster script that does nothing when there is nothing to
 // do, so a running cluster costs a few seconds.
 func (c *Cluster) Start() error {
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}
@@ -211,24 +212,4 @@ func (c *Cluster) output(args ...string) (string, error) {
 		return "", fmt.Errorf("%s failed: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), nil
-}
-
-// repoRoot finds the directory of Tend's go.mod above the working directory,
-// which go test sets to the package's directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/tend-dev/tend\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod of github.com/tend-dev/tend above the working directory")
-		}
-		dir = parent
-	}
 }

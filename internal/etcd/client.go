@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 
@@ -41,6 +42,11 @@ type Config struct {
 	Username, Password string
 	// Logger receives the etcd client's own logs; nil discards them.
 	Logger *zap.Logger
+	// Dial, when set, opens the connections, to every endpoint and member
+	// URL, in place of a plain TCP dial of addr ("host:port"). TLS still
+	// checks the URL's host name, so Dial may connect to an address found
+	// elsewhere, such as a pod's IP, without weakening it.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // String shows the Config without its password.
@@ -93,6 +99,13 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.TLS != nil {
 		c.scheme, tlsConfig = "https", cfg.TLS.Clone()
 	}
+	dialOptions := []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(c.recordUnary),
+		grpc.WithChainStreamInterceptor(c.recordStream),
+	}
+	if cfg.Dial != nil {
+		dialOptions = append(dialOptions, grpc.WithContextDialer(cfg.Dial))
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:            cfg.Endpoints,
 		TLS:                  tlsConfig,
@@ -102,10 +115,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		DialKeepAliveTime:    keepAliveTime,
 		DialKeepAliveTimeout: keepAliveTimeout,
 		// No AutoSyncInterval: the endpoints stay the ones given.
-		DialOptions: []grpc.DialOption{
-			grpc.WithChainUnaryInterceptor(c.recordUnary),
-			grpc.WithChainStreamInterceptor(c.recordStream),
-		},
+		DialOptions: dialOptions,
 		Logger: logger,
 	})
 	if err != nil {

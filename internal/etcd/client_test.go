@@ -59,13 +59,15 @@ func TestCallsRequireDeadline(t *testing.T) {
 	c := newClient(t, Config{Endpoints: []string{nowhere}})
 	ctx := context.Background()
 	calls := map[string]func() error{
-		"Members":    func() error { _, err := c.Members(ctx); return err },
-		"Status":     func() error { _, err := c.Status(ctx); return err },
-		"AddLearner": func() error { _, err := c.AddLearner(ctx, "http://127.0.0.1:2380"); return err },
-		"Promote":    func() error { return c.Promote(ctx, 1) },
-		"Remove":     func() error { return c.Remove(ctx, 1) },
-		"MoveLeader": func() error { return c.MoveLeader(ctx, 1) },
-		"Snapshot":   func() error { _, err := c.Snapshot(ctx, &bytes.Buffer{}); return err },
+		"Members":     func() error { _, err := c.Members(ctx); return err },
+		"Status":      func() error { _, err := c.Status(ctx); return err },
+		"AddLearner":  func() error { _, err := c.AddLearner(ctx, "http://127.0.0.1:2380"); return err },
+		"Promote":     func() error { return c.Promote(ctx, 1) },
+		"Remove":      func() error { return c.Remove(ctx, 1) },
+		"MoveLeader":  func() error { return c.MoveLeader(ctx, 1) },
+		"Snapshot":    func() error { _, err := c.Snapshot(ctx, &bytes.Buffer{}); return err },
+		"AuthEnabled": func() error { _, err := c.AuthEnabled(ctx); return err },
+		"EnableAuth":  func() error { return c.EnableAuth(ctx, "root-password") },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

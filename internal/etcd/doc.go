@@ -1,8 +1,9 @@
 // Package etcd is the member and snapshot client that the EtcdCluster
 // controller and the backup agent use, over go.etcd.io/etcd/client/v3. It
 // lists members and their status and health; adds a learner, promotes it,
-// removes a member and moves the leadership; and streams a snapshot to an
-// io.Writer. Its errors are classified (Classify: NotFound, Terminal,
+// removes a member and moves the leadership; streams a snapshot to an
+// io.Writer; and turns etcd's authentication on, with a root user
+// (EnableAuth). Its errors are classified (Classify: NotFound, Terminal,
 // Transient) and wrap sentinels that errors.Is finds, such as
 // ErrLearnerNotReady.
 //

@@ -178,11 +178,16 @@ var kinds = []struct {
 	{rpctypes.ErrPermissionNotGranted, ErrAuth},
 }
 
-// legacyMessages are answers that older servers send as bare text, with
-// code Unknown, rather than as one of etcd's gRPC errors: v3.5 refuses a
-// snapshot to a user without the root role so.
+// legacyMessages are answers that servers send as bare text, with code
+// Unknown, rather than as one of etcd's gRPC errors: v3.5 refuses a
+// snapshot so to a caller that is not root (no user, a certificate's common
+// name that is no user, a user without the root role), and v3.5 and v3.6
+// refuse so a password for a user that was added without one.
 var legacyMessages = map[string]error{
-	"auth: permission denied": ErrAuth,
+	"auth: permission denied":  ErrAuth,
+	"auth: user name is empty": ErrAuth,
+	"auth: user not found":     ErrAuth,
+	"auth: authentication failed, password was given for no password user": ErrAuth,
 }
 
 // kindOf returns the package's error for one of etcd's, or nil.

@@ -27,11 +27,14 @@ type PKI struct {
 	// port, and authenticate a member to its peers: the certificate allows
 	// both server and client authentication.
 	ServerCertFile, ServerKeyFile string
-	// ClientCertFile and ClientKeyFile authenticate a client.
+	// ClientCertFile and ClientKeyFile authenticate a client. The
+	// certificate's common name is "client"; ClientTLSAs issues others.
 	ClientCertFile, ClientKeyFile string
 
 	pool   *x509.CertPool
 	client tls.Certificate
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
 }
 
 // NewPKI writes a fresh CA, a server and peer certificate, and a client
@@ -62,28 +65,14 @@ func NewPKI(dir string) (*PKI, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PKI{CAFile: filepath.Join(dir, "ca.crt"), pool: x509.NewCertPool()}
+	p := &PKI{CAFile: filepath.Join(dir, "ca.crt"), pool: x509.NewCertPool(), ca: ca, caKey: caKey}
 	p.pool.AddCert(ca)
 	if err := writePEM(p.CAFile, "CERTIFICATE", caDER); err != nil {
 		return nil, err
 	}
 
 	issue := func(name string, usage []x509.ExtKeyUsage) (certFile, keyFile string, err error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return "", "", err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(),
-			Subject:      pkix.Name{CommonName: name},
-			NotBefore:    now.Add(-time.Minute),
-			NotAfter:     now.Add(time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  usage,
-			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-			DNSNames:     []string{"localhost"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		der, key, err := p.issue(name, usage)
 		if err != nil {
 			return "", "", err
 		}
@@ -114,6 +103,44 @@ func NewPKI(dir string) (*PKI, error) {
 // change.
 func (p *PKI) ClientTLS() *tls.Config {
 	return &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.client}, MinVersion: tls.VersionTLS12}
+}
+
+// ClientTLSAs returns a configuration like ClientTLS's, with a new client
+// certificate whose common name is commonName, not "client": with
+// --client-cert-auth, etcd takes the common name as the user name once its
+// auth is enabled.
+func (p *PKI) ClientTLSAs(commonName string) (*tls.Config, error) {
+	der, key, err := p.issue(commonName, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+	if err != nil {
+		return nil, fmt.Errorf("issuing a client certificate for %q: %w", commonName, err)
+	}
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// issue makes a certificate for 127.0.0.1 and localhost, with commonName and
+// usage, signed by the CA.
+func (p *PKI) issue(commonName string, usage []x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    now.Add(-time.Minute),
+		NotAfter:     now.Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  usage,
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return der, key, nil
 }
 
 // CertPool returns the pool that holds this CA alone.

@@ -1,0 +1,296 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultVersion is the etcd version of a cluster whose spec names none. It
+// equals ETCD_VERSION in hack/versions.env; a test keeps them together.
+const DefaultVersion = "v3.6.16"
+
+// EtcdClusterSpec is the desired state of an EtcdCluster.
+//
+// +kubebuilder:validation:XValidation:rule="int(self.version.split('.')[1]) >= int(oldSelf.version.split('.')[1])",message="spec.version must not go back to an older minor version: etcd cannot downgrade a data directory; restore a backup into a new cluster instead"
+// +kubebuilder:validation:XValidation:rule="int(self.version.split('.')[1]) <= int(oldSelf.version.split('.')[1]) + 1",message="spec.version may move up one minor version at a time (for example v3.5.x to v3.6.y): upgrade to each minor version in turn"
+type EtcdClusterSpec struct {
+	// Replicas is the number of members, 1 to 9. Odd sizes tolerate the
+	// most failures for their size; an even size is accepted and reported
+	// with a Warning. Also the /scale subresource's spec.replicas.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Version is the etcd version, for example v3.6.16. Upgrades move one
+	// minor version at a time; a downgrade of the minor version is refused.
+	// +kubebuilder:default="v3.6.16"
+	// +kubebuilder:validation:Pattern=`^v3\.[0-9]+\.[0-9]+$`
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Image overrides the etcd image. By default it is
+	// gcr.io/etcd-development/etcd:<version>. It must hold etcd and
+	// etcdctl for that version.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Storage is where each member keeps its data.
+	// +kubebuilder:default={size: "1Gi", ephemeral: false}
+	// +optional
+	Storage Storage `json:"storage,omitempty"`
+
+	// Resources are each member container's requests and limits.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// TLS secures client and peer traffic.
+	// +kubebuilder:default={mode: Auto}
+	// +optional
+	TLS TLS `json:"tls,omitempty"`
+
+	// Auth turns on etcd's authentication with a root user whose
+	// credentials Tend generates into the Secret <name>-root.
+	// +optional
+	Auth Auth `json:"auth,omitempty"`
+
+	// PodTemplate adds scheduling and metadata to the member pods.
+	// +optional
+	PodTemplate PodTemplate `json:"podTemplate,omitempty"`
+
+	// Options are the etcd settings that Tend lets users tune.
+	// +optional
+	Options Options `json:"options,omitempty"`
+
+	// Paused stops Tend from changing the cluster: no scaling, no member
+	// replacement, no restarts. Status is still reported.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// Storage is where a member keeps its data.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: a volume cannot be made smaller; create a new cluster from a backup instead"
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName is immutable: members keep the volumes they have"
+// +kubebuilder:validation:XValidation:rule="(has(self.ephemeral) && self.ephemeral) == (has(oldSelf.ephemeral) && oldSelf.ephemeral)",message="spec.storage.ephemeral is immutable: create a new cluster instead"
+type Storage struct {
+	// Size of each member's volume.
+	// +kubebuilder:default="1Gi"
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// StorageClassName of the volumes; empty uses the cluster's default
+	// StorageClass.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// Ephemeral keeps data in an emptyDir instead of a PersistentVolume: a
+	// member whose pod is deleted comes back empty and rejoins as a new
+	// member. For tests and caches only.
+	// +kubebuilder:default=false
+	// +optional
+	Ephemeral bool `json:"ephemeral"`
+}
+
+// TLSMode says who issues the cluster's certificates.
+// +kubebuilder:validation:Enum=Auto;Provided
+type TLSMode string
+
+const (
+	// TLSAuto: Tend runs a CA and issues and rotates peer, server and client
+	// certificates.
+	TLSAuto TLSMode = "Auto"
+	// TLSProvided: the user's Secrets hold the certificates.
+	TLSProvided TLSMode = "Provided"
+)
+
+// TLS secures client and peer traffic.
+//
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",message="spec.tls.mode is immutable: members would lose trust in each other mid-change"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Provided' || has(self.secrets)",message="spec.tls.secrets is required when spec.tls.mode is Provided"
+type TLS struct {
+	// Mode is Auto (the default) or Provided.
+	// +kubebuilder:default=Auto
+	// +optional
+	Mode TLSMode `json:"mode,omitempty"`
+
+	// Secrets name the user's certificates when Mode is Provided. Each is a
+	// kubernetes.io/tls Secret with ca.crt.
+	// +optional
+	Secrets *TLSSecrets `json:"secrets,omitempty"`
+}
+
+// TLSSecrets name the Secrets of a Provided TLS setup.
+type TLSSecrets struct {
+	// Server is the members' serving certificate for clients; its SANs must
+	// cover the client Service and the members' peer DNS names.
+	Server string `json:"server"`
+	// Peer is the members' certificate for each other.
+	Peer string `json:"peer"`
+	// Client is a client certificate that Tend uses to manage the cluster.
+	Client string `json:"client"`
+}
+
+// Auth configures etcd's authentication.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.enabled) && self.enabled) == (has(oldSelf.enabled) && oldSelf.enabled)",message="spec.auth.enabled is immutable in v1alpha1: Tend sets up authentication when the cluster is created"
+type Auth struct {
+	// Enabled turns on authentication; Tend creates the root user.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled"`
+}
+
+// PodTemplate adds scheduling and metadata to the member pods.
+type PodTemplate struct {
+	// Labels added to the member pods.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to the member pods.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Affinity replaces the default, which prefers members on different
+	// nodes.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Tolerations of the member pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeSelector of the member pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// PriorityClassName of the member pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// AutoCompactionMode is etcd's --auto-compaction-mode.
+// +kubebuilder:validation:Enum=periodic;revision
+type AutoCompactionMode string
+
+// Options are the etcd settings that Tend lets users tune; each maps to the
+// etcd flag of the same name.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.electionTimeoutMillis) || !has(self.heartbeatIntervalMillis) || self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="spec.options.electionTimeoutMillis should be at least 5 times heartbeatIntervalMillis, as etcd's tuning guide says"
+type Options struct {
+	// QuotaBackendBytes is the database size at which etcd raises a NOSPACE
+	// alarm (--quota-backend-bytes).
+	// +optional
+	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`
+	// AutoCompactionMode is periodic or revision.
+	// +optional
+	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
+	// AutoCompactionRetention is a duration for periodic (for example "1h")
+	// or a revision count for revision mode.
+	// +kubebuilder:validation:Pattern=`^([0-9]+|[0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +optional
+	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
+	// HeartbeatIntervalMillis is --heartbeat-interval.
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=5000
+	// +optional
+	HeartbeatIntervalMillis *int32 `json:"heartbeatIntervalMillis,omitempty"`
+	// ElectionTimeoutMillis is --election-timeout.
+	// +kubebuilder:validation:Minimum=50
+	// +kubebuilder:validation:Maximum=50000
+	// +optional
+	ElectionTimeoutMillis *int32 `json:"electionTimeoutMillis,omitempty"`
+	// SnapshotCount is --snapshot-count.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
+}
+
+// Member is one etcd member as Tend last saw it.
+type Member struct {
+	// Name is the member's name, the name of its pod.
+	Name string `json:"name"`
+	// ID is the member ID in hexadecimal, as etcdctl prints it.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Leader is true for the raft leader.
+	// +optional
+	Leader bool `json:"leader,omitempty"`
+	// Learner is true for a member that does not vote yet.
+	// +optional
+	Learner bool `json:"learner,omitempty"`
+	// Healthy is true when the member answered Tend's last check.
+	Healthy bool `json:"healthy"`
+	// Version is the etcd version the member runs.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// DBSize is the size of the member's database file.
+	// +optional
+	DBSize *resource.Quantity `json:"dbSize,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state of an EtcdCluster.
+type EtcdClusterStatus struct {
+	// Phase summarises the conditions for display; nothing acts on it.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Replicas is the number of members, for the /scale subresource.
+	// +optional
+	Replicas int32 `json:"replicas"`
+	// ReadyMembers is the number of healthy voting members.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers"`
+	// Members as Tend last saw them, sorted by name.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Members []Member `json:"members,omitempty"`
+	// Leader is the name of the leader member.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+	// CurrentVersion is the lowest version any member runs.
+	// +optional
+	CurrentVersion string `json:"currentVersion,omitempty"`
+	// ClientEndpoint is the URL that clients use: the client Service.
+	// +optional
+	ClientEndpoint string `json:"clientEndpoint,omitempty"`
+	// Selector selects the member pods, for the /scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// ObservedGeneration is the generation that the last successful pass
+	// acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are Available, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdCluster is an etcd cluster that Tend runs as a StatefulSet, with TLS,
+// scaling through learners, and member replacement.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=etcd,categories=tend
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdClusterSpec   `json:"spec"`
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdClusters.
+//
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}

@@ -1,0 +1,146 @@
+package v1alpha1_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/testenv"
+)
+
+// These tests send EtcdClusters to a real apiserver, so they prove what the
+// CRD's OpenAPI schema and CEL rules accept, and the messages users read.
+
+var env = testenv.New()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+func cluster(ns string, mutate func(*etcdv1alpha1.EtcdClusterSpec)) *etcdv1alpha1.EtcdCluster {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "etcd-"}}
+	if mutate != nil {
+		mutate(&c.Spec)
+	}
+	return c
+}
+
+func TestDefaults(t *testing.T) {
+	g := NewWithT(t)
+	c := cluster(env.Namespace(t), nil)
+	g.Expect(env.Client.Create(context.Background(), c)).To(Succeed())
+	g.Expect(c.Spec.Replicas).To(Equal(ptr.To[int32](3)))
+	g.Expect(c.Spec.Version).To(Equal(etcdv1alpha1.DefaultVersion))
+	g.Expect(c.Spec.Storage.Size.String()).To(Equal("1Gi"))
+	g.Expect(c.Spec.TLS.Mode).To(Equal(etcdv1alpha1.TLSAuto))
+}
+
+// The CRD's default version and DefaultVersion both follow
+// hack/versions.env, the one place where versions are pinned.
+func TestDefaultVersionIsThePinnedOne(t *testing.T) {
+	g := NewWithT(t)
+	f, err := os.Open(filepath.Join("..", "..", "..", "hack", "versions.env"))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = f.Close() }()
+	pinned := ""
+	for s := bufio.NewScanner(f); s.Scan(); {
+		if v, ok := strings.CutPrefix(s.Text(), "ETCD_VERSION="); ok {
+			pinned = v
+		}
+	}
+	g.Expect(pinned).NotTo(BeEmpty())
+	g.Expect(etcdv1alpha1.DefaultVersion).To(Equal(pinned), "api/etcd/v1alpha1.DefaultVersion and its +kubebuilder:default marker must equal ETCD_VERSION")
+}
+
+func TestValidationOnCreate(t *testing.T) {
+	ns := env.Namespace(t)
+	for _, tc := range []struct {
+		name    string
+		spec    func(*etcdv1alpha1.EtcdClusterSpec)
+		wantErr string
+	}{
+		{name: "one member", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To[int32](1) }},
+		{name: "tuned", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Options = etcdv1alpha1.Options{
+				QuotaBackendBytes: ptr.To(resource.MustParse("8Gi")), AutoCompactionMode: "periodic",
+				AutoCompactionRetention: "1h", HeartbeatIntervalMillis: ptr.To[int32](100),
+				ElectionTimeoutMillis: ptr.To[int32](1000), SnapshotCount: ptr.To[int64](10000),
+			}
+		}},
+		{name: "zero members", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To[int32](0) },
+			wantErr: "spec.replicas in body should be greater than or equal to 1"},
+		{name: "ten members", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To[int32](10) },
+			wantErr: "spec.replicas in body should be less than or equal to 9"},
+		{name: "not a version", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = "latest" },
+			wantErr: "spec.version in body should match"},
+		{name: "provided TLS without secrets", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.TLS.Mode = etcdv1alpha1.TLSProvided },
+			wantErr: "spec.tls.secrets is required when spec.tls.mode is Provided"},
+		{name: "election timeout too short", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Options.HeartbeatIntervalMillis, s.Options.ElectionTimeoutMillis = ptr.To[int32](100), ptr.To[int32](200)
+		}, wantErr: "electionTimeoutMillis should be at least 5 times heartbeatIntervalMillis"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := env.Client.Create(context.Background(), cluster(ns, tc.spec))
+			if tc.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+		})
+	}
+}
+
+func TestValidationOnUpdate(t *testing.T) {
+	ns := env.Namespace(t)
+	for _, tc := range []struct {
+		name    string
+		from    func(*etcdv1alpha1.EtcdClusterSpec)
+		to      func(*etcdv1alpha1.EtcdClusterSpec)
+		wantErr string
+	}{
+		{name: "scale", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To[int32](5) }},
+		{name: "grow storage", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("2Gi")) }},
+		{name: "upgrade one minor", from: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = "v3.5.21" },
+			to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = "v3.6.16" }},
+		{name: "patch downgrade", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = "v3.6.15" }},
+		{name: "pause", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Paused = true }},
+		{name: "minor downgrade", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = "v3.5.21" },
+			wantErr: "spec.version must not go back to an older minor version"},
+		{name: "skip a minor", from: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = "v3.4.30" },
+			to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = "v3.6.16" }, wantErr: "spec.version may move up one minor version at a time"},
+		{name: "shrink storage", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("512Mi")) },
+			wantErr: "spec.storage.size cannot shrink"},
+		{name: "change storage class", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName = ptr.To("fast") },
+			wantErr: "spec.storage.storageClassName is immutable"},
+		{name: "go ephemeral", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Ephemeral = true },
+			wantErr: "spec.storage.ephemeral is immutable"},
+		{name: "turn on auth", to: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Auth.Enabled = true },
+			wantErr: "spec.auth.enabled is immutable"},
+		{name: "change TLS mode", to: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.TLS = etcdv1alpha1.TLS{Mode: etcdv1alpha1.TLSProvided, Secrets: &etcdv1alpha1.TLSSecrets{Server: "s", Peer: "p", Client: "c"}}
+		}, wantErr: "spec.tls.mode is immutable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := cluster(ns, tc.from)
+			g.Expect(env.Client.Create(context.Background(), c)).To(Succeed())
+			patch := client.MergeFrom(c.DeepCopy())
+			tc.to(&c.Spec)
+			err := env.Client.Patch(context.Background(), c, patch)
+			if tc.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+		})
+	}
+}

@@ -1,0 +1,274 @@
+package etcdcluster
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// Paths inside a member container.
+const (
+	dataDir      = "/var/lib/etcd"
+	serverTLSDir = "/etc/etcd/tls/server"
+	peerTLSDir   = "/etc/etcd/tls/peer"
+	dataVolume   = "data"
+)
+
+// image is the etcd image of c: the override, or the public image of its
+// version, which the local cluster also carries under that name.
+func image(c *etcdv1alpha1.EtcdCluster) string {
+	if c.Spec.Image != "" {
+		return c.Spec.Image
+	}
+	return "gcr.io/etcd-development/etcd:" + cmp.Or(c.Spec.Version, etcdv1alpha1.DefaultVersion)
+}
+
+func replicas(c *etcdv1alpha1.EtcdCluster) int32 { return ptr.Deref(c.Spec.Replicas, 3) }
+
+// quorum is the number of voting members that must agree.
+func quorum(n int32) int32 { return n/2 + 1 }
+
+func meta(c *etcdv1alpha1.EtcdCluster, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels(c)}
+}
+
+// peerService is the headless Service that gives each member a stable DNS
+// name. It publishes members before they are ready: they must find each
+// other to become ready at all.
+func peerService(c *etcdv1alpha1.EtcdCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(c, peerServiceName(c)),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 selector(c),
+			Ports: []corev1.ServicePort{
+				{Name: "client", Port: clientPort, TargetPort: intstr.FromInt32(clientPort), Protocol: corev1.ProtocolTCP},
+				{Name: "peer", Port: peerPort, TargetPort: intstr.FromInt32(peerPort), Protocol: corev1.ProtocolTCP},
+			},
+		},
+	}
+}
+
+// clientService is the Service that clients use; it selects ready members
+// only.
+func clientService(c *etcdv1alpha1.EtcdCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(c, clientServiceName(c)),
+		Spec: corev1.ServiceSpec{
+			Selector: selector(c),
+			Ports: []corev1.ServicePort{
+				{Name: "client", Port: clientPort, TargetPort: intstr.FromInt32(clientPort), Protocol: corev1.ProtocolTCP},
+			},
+		},
+	}
+}
+
+// podDisruptionBudget lets voluntary disruptions (drains) take members down
+// only while a quorum stays up.
+func podDisruptionBudget(c *etcdv1alpha1.EtcdCluster) *policyv1.PodDisruptionBudget {
+	minAvailable := intstr.FromInt32(quorum(replicas(c)))
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: meta(c, pdbName(c)),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &minAvailable,
+			Selector:     &metav1.LabelSelector{MatchLabels: selector(c)},
+		},
+	}
+}
+
+// initialCluster renders etcd's --initial-cluster for the named members.
+func initialCluster(c *etcdv1alpha1.EtcdCluster, members []string) string {
+	parts := make([]string, 0, len(members))
+	for _, m := range members {
+		parts = append(parts, m+"="+peerURL(c, m))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Bootstrap says how a new member's data directory starts: the members it
+// should know and whether the cluster is new. etcd reads it only when the
+// data directory is empty, so changing it never disturbs running members.
+type Bootstrap struct {
+	Members []string
+	State   string // "new" or "existing"
+}
+
+// statefulSet builds the members' StatefulSet. Restarts are ordered by Tend
+// (OnDelete), and membership is changed through etcd before a pod is added
+// or removed, so the StatefulSet only ever runs pods that etcd expects.
+func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv1.StatefulSet {
+	podLabels := maps.Clone(c.Spec.PodTemplate.Labels)
+	if podLabels == nil {
+		podLabels = map[string]string{}
+	}
+	maps.Copy(podLabels, labels(c))
+
+	env := []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "ETCD_NAME", Value: "$(POD_NAME)"},
+		{Name: "ETCD_DATA_DIR", Value: dataDir},
+		{Name: "ETCD_INITIAL_CLUSTER", Value: initialCluster(c, boot.Members)},
+		{Name: "ETCD_INITIAL_CLUSTER_STATE", Value: boot.State},
+		{Name: "ETCD_INITIAL_CLUSTER_TOKEN", Value: string(c.UID)},
+		{Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: fmt.Sprintf("https://$(POD_NAME).%s.%s.svc:%d", peerServiceName(c), c.Namespace, peerPort)},
+		{Name: "ETCD_ADVERTISE_CLIENT_URLS", Value: fmt.Sprintf("https://$(POD_NAME).%s.%s.svc:%d", peerServiceName(c), c.Namespace, clientPort)},
+		{Name: "ETCD_LISTEN_PEER_URLS", Value: fmt.Sprintf("https://0.0.0.0:%d", peerPort)},
+		{Name: "ETCD_LISTEN_CLIENT_URLS", Value: fmt.Sprintf("https://0.0.0.0:%d", clientPort)},
+		{Name: "ETCD_LISTEN_METRICS_URLS", Value: fmt.Sprintf("http://0.0.0.0:%d", metricsPort)},
+		{Name: "ETCD_CLIENT_CERT_AUTH", Value: "true"},
+		{Name: "ETCD_TRUSTED_CA_FILE", Value: serverTLSDir + "/ca.crt"},
+		{Name: "ETCD_CERT_FILE", Value: serverTLSDir + "/tls.crt"},
+		{Name: "ETCD_KEY_FILE", Value: serverTLSDir + "/tls.key"},
+		{Name: "ETCD_PEER_CLIENT_CERT_AUTH", Value: "true"},
+		{Name: "ETCD_PEER_TRUSTED_CA_FILE", Value: peerTLSDir + "/ca.crt"},
+		{Name: "ETCD_PEER_CERT_FILE", Value: peerTLSDir + "/tls.crt"},
+		{Name: "ETCD_PEER_KEY_FILE", Value: peerTLSDir + "/tls.key"},
+	}
+	env = append(env, tuning(c.Spec.Options)...)
+
+	volumes := []corev1.Volume{
+		{Name: "server-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: serverSecretName(c)}}},
+		{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: peerSecretName(c)}}},
+	}
+	var claims []corev1.PersistentVolumeClaim
+	if c.Spec.Storage.Ephemeral {
+		volumes = append(volumes, corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	} else {
+		size := resource.MustParse("1Gi")
+		if c.Spec.Storage.Size != nil {
+			size = *c.Spec.Storage.Size
+		}
+		claims = []corev1.PersistentVolumeClaim{{
+			ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: labels(c)},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: c.Spec.Storage.StorageClassName,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			},
+		}}
+	}
+
+	probe := func(path string, period, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(metricsPort)}},
+			PeriodSeconds:    period,
+			TimeoutSeconds:   5,
+			FailureThreshold: failures,
+		}
+	}
+	affinity := c.Spec.PodTemplate.Affinity
+	if affinity == nil {
+		affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 100,
+				PodAffinityTerm: corev1.PodAffinityTerm{
+					TopologyKey:   corev1.LabelHostname,
+					LabelSelector: &metav1.LabelSelector{MatchLabels: selector(c)},
+				},
+			}},
+		}}
+	}
+
+	return &appsv1.StatefulSet{
+		ObjectMeta: meta(c, statefulSetName(c)),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(size),
+			ServiceName:         peerServiceName(c),
+			Selector:            &metav1.LabelSelector{MatchLabels: selector(c)},
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				// Tend deletes a removed member's volume itself, after etcd
+				// has forgotten the member.
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+			VolumeClaimTemplates: claims,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(c.Spec.PodTemplate.Annotations)},
+				Spec: corev1.PodSpec{
+					Affinity:                      affinity,
+					Tolerations:                   c.Spec.PodTemplate.Tolerations,
+					NodeSelector:                  c.Spec.PodTemplate.NodeSelector,
+					PriorityClassName:             c.Spec.PodTemplate.PriorityClassName,
+					TerminationGracePeriodSeconds: ptr.To[int64](30),
+					AutomountServiceAccountToken:  ptr.To(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](65532),
+						RunAsGroup:     ptr.To[int64](65532),
+						FSGroup:        ptr.To[int64](65532),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:            "etcd",
+						Image:           image(c),
+						ImagePullPolicy: corev1.PullIfNotPresent,
+						Command:         []string{"/usr/local/bin/etcd"},
+						Env:             env,
+						Ports: []corev1.ContainerPort{
+							{Name: "client", ContainerPort: clientPort},
+							{Name: "peer", ContainerPort: peerPort},
+							{Name: "metrics", ContainerPort: metricsPort},
+						},
+						Resources: c.Spec.Resources,
+						// /readyz fails while the member has no leader or
+						// lags; /livez only when the server is wedged.
+						ReadinessProbe: probe("/readyz", 5, 3),
+						LivenessProbe:  probe("/livez", 10, 6),
+						StartupProbe:   probe("/livez", 5, 60),
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: dataVolume, MountPath: dataDir},
+							{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true},
+							{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true},
+						},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+					Volumes: volumes,
+				},
+			},
+		},
+	}
+}
+
+// tuning turns the spec's options into etcd's environment settings.
+func tuning(o etcdv1alpha1.Options) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
+	if o.QuotaBackendBytes != nil {
+		add("ETCD_QUOTA_BACKEND_BYTES", strconv.FormatInt(o.QuotaBackendBytes.Value(), 10))
+	}
+	if o.AutoCompactionMode != "" {
+		add("ETCD_AUTO_COMPACTION_MODE", string(o.AutoCompactionMode))
+	}
+	if o.AutoCompactionRetention != "" {
+		add("ETCD_AUTO_COMPACTION_RETENTION", o.AutoCompactionRetention)
+	}
+	if o.HeartbeatIntervalMillis != nil {
+		add("ETCD_HEARTBEAT_INTERVAL", strconv.Itoa(int(*o.HeartbeatIntervalMillis)))
+	}
+	if o.ElectionTimeoutMillis != nil {
+		add("ETCD_ELECTION_TIMEOUT", strconv.Itoa(int(*o.ElectionTimeoutMillis)))
+	}
+	if o.SnapshotCount != nil {
+		add("ETCD_SNAPSHOT_COUNT", strconv.FormatInt(*o.SnapshotCount, 10))
+	}
+	return env
+}

@@ -1,0 +1,136 @@
+package etcdcluster
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+func testCluster(mutate func(*etcdv1alpha1.EtcdClusterSpec)) *etcdv1alpha1.EtcdCluster {
+	c := &etcdv1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "db", UID: "uid-1"},
+		Spec:       etcdv1alpha1.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: "v3.6.16"},
+	}
+	if mutate != nil {
+		mutate(&c.Spec)
+	}
+	return c
+}
+
+func envOf(sts *appsv1.StatefulSet) map[string]string {
+	out := map[string]string{}
+	for _, e := range sts.Spec.Template.Spec.Containers[0].Env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+func TestQuorum(t *testing.T) {
+	g := NewWithT(t)
+	for n, want := range map[int32]int32{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 9: 5} {
+		g.Expect(quorum(n)).To(Equal(want), "n=%d", n)
+	}
+}
+
+func TestStatefulSet(t *testing.T) {
+	g := NewWithT(t)
+	c := testCluster(nil)
+	sts := statefulSet(c, 3, Bootstrap{Members: []string{"main-0", "main-1", "main-2"}, State: "new"})
+
+	g.Expect(sts.Name).To(Equal("main"))
+	g.Expect(*sts.Spec.Replicas).To(Equal(int32(3)))
+	g.Expect(sts.Spec.ServiceName).To(Equal("main-peer"))
+	g.Expect(sts.Spec.UpdateStrategy.Type).To(Equal(appsv1.OnDeleteStatefulSetStrategyType), "Tend orders every restart")
+	for k, v := range sts.Spec.Selector.MatchLabels {
+		g.Expect(sts.Spec.Template.Labels).To(HaveKeyWithValue(k, v), "the selector selects the template")
+	}
+	pod := sts.Spec.Template.Spec
+	g.Expect(pod.Containers[0].Image).To(Equal("gcr.io/etcd-development/etcd:v3.6.16"))
+	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(*pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	g.Expect(pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+
+	env := envOf(sts)
+	g.Expect(env["ETCD_INITIAL_CLUSTER"]).To(Equal(
+		"main-0=https://main-0.main-peer.db.svc:2380,main-1=https://main-1.main-peer.db.svc:2380,main-2=https://main-2.main-peer.db.svc:2380"))
+	g.Expect(env["ETCD_INITIAL_CLUSTER_STATE"]).To(Equal("new"))
+	g.Expect(env["ETCD_INITIAL_CLUSTER_TOKEN"]).To(Equal("uid-1"))
+	g.Expect(env["ETCD_ADVERTISE_CLIENT_URLS"]).To(Equal("https://$(POD_NAME).main-peer.db.svc:2379"))
+	g.Expect(env["ETCD_CLIENT_CERT_AUTH"]).To(Equal("true"))
+	g.Expect(env).NotTo(HaveKey("ETCD_QUOTA_BACKEND_BYTES"))
+
+	g.Expect(sts.Spec.VolumeClaimTemplates).To(HaveLen(1))
+	claim := sts.Spec.VolumeClaimTemplates[0]
+	g.Expect(claim.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
+	g.Expect(claim.Spec.StorageClassName).To(BeNil())
+}
+
+func TestStatefulSetOptions(t *testing.T) {
+	g := NewWithT(t)
+	c := testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Image = "registry.example/etcd:custom"
+		s.Storage = etcdv1alpha1.Storage{Size: ptr.To(resource.MustParse("8Gi")), StorageClassName: ptr.To("fast")}
+		s.Options = etcdv1alpha1.Options{
+			QuotaBackendBytes: ptr.To(resource.MustParse("2Gi")), AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
+			HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](1000), SnapshotCount: ptr.To[int64](5000),
+		}
+		s.PodTemplate = etcdv1alpha1.PodTemplate{
+			Labels: map[string]string{"team": "db", LabelCluster: "spoofed"}, NodeSelector: map[string]string{"disk": "ssd"},
+			Affinity: &corev1.Affinity{},
+		}
+	})
+	sts := statefulSet(c, 5, Bootstrap{Members: []string{"main-0"}, State: "existing"})
+	g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/etcd:custom"))
+	g.Expect(*sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName).To(Equal("fast"))
+	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("8Gi"))
+	env := envOf(sts)
+	g.Expect(env).To(HaveKeyWithValue("ETCD_QUOTA_BACKEND_BYTES", "2147483648"))
+	g.Expect(env).To(HaveKeyWithValue("ETCD_AUTO_COMPACTION_MODE", "periodic"))
+	g.Expect(env).To(HaveKeyWithValue("ETCD_AUTO_COMPACTION_RETENTION", "1h"))
+	g.Expect(env).To(HaveKeyWithValue("ETCD_HEARTBEAT_INTERVAL", "100"))
+	g.Expect(env).To(HaveKeyWithValue("ETCD_ELECTION_TIMEOUT", "1000"))
+	g.Expect(env).To(HaveKeyWithValue("ETCD_SNAPSHOT_COUNT", "5000"))
+	g.Expect(env).To(HaveKeyWithValue("ETCD_INITIAL_CLUSTER_STATE", "existing"))
+	labels := sts.Spec.Template.Labels
+	g.Expect(labels).To(HaveKeyWithValue("team", "db"))
+	g.Expect(labels).To(HaveKeyWithValue(LabelCluster, "main"), "user labels cannot break the selector")
+	g.Expect(sts.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue("disk", "ssd"))
+	g.Expect(sts.Spec.Template.Spec.Affinity).To(Equal(&corev1.Affinity{}), "the user's affinity replaces the default")
+}
+
+func TestStatefulSetEphemeral(t *testing.T) {
+	g := NewWithT(t)
+	sts := statefulSet(testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Ephemeral = true }), 1,
+		Bootstrap{Members: []string{"main-0"}, State: "new"})
+	g.Expect(sts.Spec.VolumeClaimTemplates).To(BeEmpty())
+	var data *corev1.Volume
+	for i, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name == dataVolume {
+			data = &sts.Spec.Template.Spec.Volumes[i]
+		}
+	}
+	g.Expect(data).NotTo(BeNil())
+	g.Expect(data.EmptyDir).NotTo(BeNil())
+}
+
+func TestServicesAndBudget(t *testing.T) {
+	g := NewWithT(t)
+	c := testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To[int32](5) })
+	peer := peerService(c)
+	g.Expect(peer.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+	g.Expect(peer.Spec.PublishNotReadyAddresses).To(BeTrue(), "members must find each other before they are ready")
+	client := clientService(c)
+	g.Expect(client.Spec.ClusterIP).To(BeEmpty())
+	g.Expect(client.Spec.PublishNotReadyAddresses).To(BeFalse())
+	g.Expect(client.Spec.Ports).To(HaveLen(1))
+	g.Expect(clientEndpoint(c)).To(Equal("https://main-client.db.svc:2379"))
+	pdb := podDisruptionBudget(c)
+	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(3), "a quorum of 5 stays up")
+}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tend-dev/tend/internal/controller/etcdcluster"
 	"github.com/tend-dev/tend/internal/controller/podset"
 	"github.com/tend-dev/tend/internal/controller/queue"
 	"github.com/tend-dev/tend/internal/manager"
@@ -73,10 +74,13 @@ func runManager(args []string, stderr io.Writer) error {
 	podsetOpts.BindFlags(fs)
 	queueOpts := queue.DefaultOptions()
 	queueOpts.BindFlags(fs)
+	etcdOpts := etcdcluster.DefaultOptions()
+	etcdOpts.BindFlags(fs)
 	// Every controller the manager can run, for --controllers.
 	controllers := []manager.Controller{
 		podset.Controller(&podsetOpts),
 		queue.Controller(&queueOpts),
+		etcdcluster.Controller(&etcdOpts),
 	}
 	config.RegisterFlags(fs) // --kubeconfig
 	if err := fs.Parse(args); err != nil {

@@ -29,6 +29,11 @@ const (
 	// ReasonScalingOut, ReasonScalingIn: members are being added or removed.
 	ReasonScalingOut = "ScalingOut"
 	ReasonScalingIn  = "ScalingIn"
+	// ReasonReplacingMember: an unhealthy member is being replaced.
+	ReasonReplacingMember = "ReplacingMember"
+	// ReasonWaitingForMembers: a step waits for members to start, catch up
+	// or become healthy.
+	ReasonWaitingForMembers = "WaitingForMembers"
 	// ReasonStable: the cluster matches the spec.
 	ReasonStable = "Stable"
 	// ReasonPaused: spec.paused is set; Tend changes nothing.
@@ -43,6 +48,11 @@ const (
 	ReasonMembersUnhealthy = "MembersUnhealthy"
 	// ReasonInvalidTLSSecrets: a Provided TLS Secret is missing or malformed.
 	ReasonInvalidTLSSecrets = "InvalidTLSSecrets"
+	// ReasonInitFailed: the init Job failed; its pod logs say why.
+	ReasonInitFailed = "InitFailed"
+	// ReasonAlarm: etcd raised an alarm (NOSPACE, CORRUPT) that someone must
+	// clear.
+	ReasonAlarm = "Alarm"
 )
 
 // Phases, for display only.

@@ -64,10 +64,43 @@ type EtcdClusterSpec struct {
 	// +optional
 	Options Options `json:"options,omitempty"`
 
+	// MemberReplacement says when Tend replaces a member that stays
+	// unhealthy.
+	// +kubebuilder:default={policy: Auto, unhealthyFor: "5m"}
+	// +optional
+	MemberReplacement MemberReplacement `json:"memberReplacement,omitempty"`
+
 	// Paused stops Tend from changing the cluster: no scaling, no member
 	// replacement, no restarts. Status is still reported.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+}
+
+// MemberReplacementPolicy says whether Tend replaces unhealthy members.
+// +kubebuilder:validation:Enum=Auto;Manual
+type MemberReplacementPolicy string
+
+const (
+	// ReplacementAuto: Tend removes a member that stays unhealthy and adds a
+	// new one with empty data in its place, when the others keep a quorum.
+	ReplacementAuto MemberReplacementPolicy = "Auto"
+	// ReplacementManual: Tend reports unhealthy members and leaves them.
+	ReplacementManual MemberReplacementPolicy = "Manual"
+)
+
+// MemberReplacement says when Tend replaces a member that stays unhealthy.
+type MemberReplacement struct {
+	// Policy is Auto (the default) or Manual.
+	// +kubebuilder:default=Auto
+	// +optional
+	Policy MemberReplacementPolicy `json:"policy,omitempty"`
+	// UnhealthyFor is how long a member must stay unhealthy before Tend
+	// replaces it. Long enough to ride out a node restart; the default is
+	// five minutes.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.memberReplacement.unhealthyFor must be at least 10s: a member needs that long to restart"
+	// +optional
+	UnhealthyFor *metav1.Duration `json:"unhealthyFor,omitempty"`
 }
 
 // Storage is where a member keeps its data.
@@ -218,6 +251,10 @@ type Member struct {
 	Learner bool `json:"learner,omitempty"`
 	// Healthy is true when the member answered Tend's last check.
 	Healthy bool `json:"healthy"`
+	// UnhealthySince is when Tend first saw the member unhealthy, in its
+	// current spell; empty while it is healthy.
+	// +optional
+	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
 	// Version is the etcd version the member runs.
 	// +optional
 	Version string `json:"version,omitempty"`

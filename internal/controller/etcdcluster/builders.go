@@ -123,8 +123,8 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 		{Name: "ETCD_INITIAL_CLUSTER", Value: initialCluster(c, boot.Members)},
 		{Name: "ETCD_INITIAL_CLUSTER_STATE", Value: boot.State},
 		{Name: "ETCD_INITIAL_CLUSTER_TOKEN", Value: string(c.UID)},
-		{Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: fmt.Sprintf("https://$(POD_NAME).%s.%s.svc:%d", peerServiceName(c), c.Namespace, peerPort)},
-		{Name: "ETCD_ADVERTISE_CLIENT_URLS", Value: fmt.Sprintf("https://$(POD_NAME).%s.%s.svc:%d", peerServiceName(c), c.Namespace, clientPort)},
+		{Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: fmt.Sprintf("https://%s:%d", memberHost(c, "$(POD_NAME)"), peerPort)},
+		{Name: "ETCD_ADVERTISE_CLIENT_URLS", Value: fmt.Sprintf("https://%s:%d", memberHost(c, "$(POD_NAME)"), clientPort)},
 		{Name: "ETCD_LISTEN_PEER_URLS", Value: fmt.Sprintf("https://0.0.0.0:%d", peerPort)},
 		{Name: "ETCD_LISTEN_CLIENT_URLS", Value: fmt.Sprintf("https://0.0.0.0:%d", clientPort)},
 		{Name: "ETCD_LISTEN_METRICS_URLS", Value: fmt.Sprintf("http://0.0.0.0:%d", metricsPort)},
@@ -136,12 +136,18 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 		{Name: "ETCD_PEER_TRUSTED_CA_FILE", Value: peerTLSDir + "/ca.crt"},
 		{Name: "ETCD_PEER_CERT_FILE", Value: peerTLSDir + "/tls.crt"},
 		{Name: "ETCD_PEER_KEY_FILE", Value: peerTLSDir + "/tls.key"},
+		// A peer is trusted for its certificate, signed by the cluster's
+		// own CA. etcd would also match the connecting IP against the
+		// certificate's names by reverse DNS, which fails for a new pod
+		// while the cluster DNS still caches an older answer for its IP.
+		{Name: skipPeerSANVerification(c), Value: "true"},
 	}
 	env = append(env, tuning(c.Spec.Options)...)
 
+	secrets := tlsSecretsOf(c)
 	volumes := []corev1.Volume{
-		{Name: "server-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: serverSecretName(c)}}},
-		{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: peerSecretName(c)}}},
+		{Name: "server-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secrets.server}}},
+		{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secrets.peer}}},
 	}
 	var claims []corev1.PersistentVolumeClaim
 	if c.Spec.Storage.Ephemeral {
@@ -206,13 +212,7 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 					PriorityClassName:             c.Spec.PodTemplate.PriorityClassName,
 					TerminationGracePeriodSeconds: ptr.To[int64](30),
 					AutomountServiceAccountToken:  ptr.To(false),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						RunAsUser:      ptr.To[int64](65532),
-						RunAsGroup:     ptr.To[int64](65532),
-						FSGroup:        ptr.To[int64](65532),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:               podSecurity(),
 					Containers: []corev1.Container{{
 						Name:            "etcd",
 						Image:           image(c),
@@ -235,17 +235,54 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 							{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true},
 							{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true},
 						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
+						SecurityContext: containerSecurity(),
 					}},
 					Volumes: volumes,
 				},
 			},
 		},
 	}
+}
+
+// podSecurity and containerSecurity meet the restricted Pod Security
+// Standard: non-root, no privilege escalation, no capabilities, the
+// runtime's seccomp profile, and a read-only root filesystem.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](65532),
+		RunAsGroup:     ptr.To[int64](65532),
+		FSGroup:        ptr.To[int64](65532),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// skipPeerSANVerification is the setting that turns the reverse DNS check
+// of peers off: etcd v3.6 renamed v3.5's experimental one.
+func skipPeerSANVerification(c *etcdv1alpha1.EtcdCluster) string {
+	if minor(cmp.Or(c.Spec.Version, etcdv1alpha1.DefaultVersion)) < 6 {
+		return "ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION"
+	}
+	return "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION"
+}
+
+// minor is the minor number of a version such as v3.6.16; the CRD's pattern
+// guarantees the form.
+func minor(version string) int {
+	parts := strings.Split(version, ".")
+	if len(parts) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[1])
+	return n
 }
 
 // tuning turns the spec's options into etcd's environment settings.

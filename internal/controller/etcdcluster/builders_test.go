@@ -59,10 +59,10 @@ func TestStatefulSet(t *testing.T) {
 
 	env := envOf(sts)
 	g.Expect(env["ETCD_INITIAL_CLUSTER"]).To(Equal(
-		"main-0=https://main-0.main-peer.db.svc:2380,main-1=https://main-1.main-peer.db.svc:2380,main-2=https://main-2.main-peer.db.svc:2380"))
+		"main-0=https://main-0.main-peer.db.svc.cluster.local:2380,main-1=https://main-1.main-peer.db.svc.cluster.local:2380,main-2=https://main-2.main-peer.db.svc.cluster.local:2380"))
 	g.Expect(env["ETCD_INITIAL_CLUSTER_STATE"]).To(Equal("new"))
 	g.Expect(env["ETCD_INITIAL_CLUSTER_TOKEN"]).To(Equal("uid-1"))
-	g.Expect(env["ETCD_ADVERTISE_CLIENT_URLS"]).To(Equal("https://$(POD_NAME).main-peer.db.svc:2379"))
+	g.Expect(env["ETCD_ADVERTISE_CLIENT_URLS"]).To(Equal("https://$(POD_NAME).main-peer.db.svc.cluster.local:2379"))
 	g.Expect(env["ETCD_CLIENT_CERT_AUTH"]).To(Equal("true"))
 	g.Expect(env).NotTo(HaveKey("ETCD_QUOTA_BACKEND_BYTES"))
 
@@ -133,4 +133,17 @@ func TestServicesAndBudget(t *testing.T) {
 	g.Expect(clientEndpoint(c)).To(Equal("https://main-client.db.svc:2379"))
 	pdb := podDisruptionBudget(c)
 	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(3), "a quorum of 5 stays up")
+}
+
+func TestStatefulSetSkipsPeerReverseDNSPerVersion(t *testing.T) {
+	g := NewWithT(t)
+	for version, key := range map[string]string{
+		"v3.6.16": "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION",
+		"v3.7.0":  "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION",
+		"v3.5.35": "ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION",
+	} {
+		c := testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = version })
+		env := envOf(statefulSet(c, 3, Bootstrap{Members: []string{"main-0"}, State: "new"}))
+		g.Expect(env).To(HaveKeyWithValue(key, "true"), version)
+	}
 }

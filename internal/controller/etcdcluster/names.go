@@ -2,6 +2,9 @@ package etcdcluster
 
 import (
 	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
@@ -32,6 +35,18 @@ func peerSecretName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name + "-p
 // applications (and for Tend itself).
 func ClientSecretName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-client-tls" }
 
+// tlsSecrets are the names of the Secrets that hold the cluster's
+// certificates: Tend's in Auto mode, the user's in Provided mode.
+type tlsSecrets struct{ server, peer, client string }
+
+func tlsSecretsOf(c *etcdv1alpha1.EtcdCluster) tlsSecrets {
+	if c.Spec.TLS.Mode == etcdv1alpha1.TLSProvided && c.Spec.TLS.Secrets != nil {
+		s := c.Spec.TLS.Secrets
+		return tlsSecrets{server: s.Server, peer: s.Peer, client: s.Client}
+	}
+	return tlsSecrets{server: serverSecretName(c), peer: peerSecretName(c), client: ClientSecretName(c)}
+}
+
 // RootSecretName is the Secret holding the root user's password when auth
 // is on.
 func RootSecretName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-root" }
@@ -39,9 +54,55 @@ func RootSecretName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-root
 // memberName is the name of the i-th member: its pod's name.
 func memberName(c *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }
 
-// memberHost is a member's stable DNS name, through the peer Service.
+// memberOrdinal is the inverse of memberName; ok is false for a name that
+// is not one of c's members.
+func memberOrdinal(c *etcdv1alpha1.EtcdCluster, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, c.Name+"-")
+	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	return i, true
+}
+
+// pvcName is the name of the i-th member's data volume claim, as the
+// StatefulSet names it.
+func pvcName(c *etcdv1alpha1.EtcdCluster, i int) string {
+	return dataVolume + "-" + memberName(c, i)
+}
+
+// memberNameOfPeerURL is the member name in a peer URL made by peerURL; a
+// learner has no name until it starts, only its peer URL.
+func memberNameOfPeerURL(c *etcdv1alpha1.EtcdCluster, peer string) (string, bool) {
+	u, err := url.Parse(peer)
+	if err != nil {
+		return "", false
+	}
+	name, rest, ok := strings.Cut(u.Hostname(), ".")
+	if !ok || rest != memberDomain(c) {
+		return "", false
+	}
+	return name, true
+}
+
+// clusterDomain is the cluster's DNS domain, Kubernetes' default.
+const clusterDomain = "cluster.local"
+
+// memberHost is a member's stable DNS name, through the peer Service. It is
+// the full name that the kubelet also writes into the pod's /etc/hosts: a
+// new member resolves itself at once, without asking the cluster DNS,
+// which may still cache the answer "no such name" from the moment the
+// member was added to etcd, before its pod existed.
 func memberHost(c *etcdv1alpha1.EtcdCluster, member string) string {
-	return fmt.Sprintf("%s.%s.%s.svc", member, peerServiceName(c), c.Namespace)
+	return member + "." + memberDomain(c)
+}
+
+// memberDomain is the DNS domain of the members' names.
+func memberDomain(c *etcdv1alpha1.EtcdCluster) string {
+	return fmt.Sprintf("%s.%s.svc.%s", peerServiceName(c), c.Namespace, clusterDomain)
 }
 
 func peerURL(c *etcdv1alpha1.EtcdCluster, member string) string {

@@ -1,0 +1,76 @@
+package etcdcluster
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// clientTLSDir is where the init Job mounts the client certificate.
+const clientTLSDir = "/etc/etcd/tls/client"
+
+// initJob checks a new cluster from inside Kubernetes, the way applications
+// reach it: through the client Service, with the client certificate, by
+// name. Its steps are etcdctl commands run in turn as init containers (the
+// etcd image has no shell): every member healthy, then (with auth) the root
+// user's password accepted, then the members' status printed for the logs.
+// Tend sets up authentication itself before it creates the Job, so that a
+// step retried after a failure finds nothing half done.
+func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
+	env := []corev1.EnvVar{
+		{Name: "ETCDCTL_ENDPOINTS", Value: clientEndpoint(c)},
+		{Name: "ETCDCTL_CACERT", Value: clientTLSDir + "/ca.crt"},
+		{Name: "ETCDCTL_CERT", Value: clientTLSDir + "/tls.crt"},
+		{Name: "ETCDCTL_KEY", Value: clientTLSDir + "/tls.key"},
+		{Name: "ETCDCTL_COMMAND_TIMEOUT", Value: "10s"},
+	}
+	step := func(name string, args ...string) corev1.Container {
+		return corev1.Container{
+			Name:            name,
+			Image:           image(c),
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Command:         append([]string{"/usr/local/bin/etcdctl"}, args...),
+			Env:             env,
+			VolumeMounts:    []corev1.VolumeMount{{Name: "client-tls", MountPath: clientTLSDir, ReadOnly: true}},
+			SecurityContext: containerSecurity(),
+		}
+	}
+	steps := []corev1.Container{step("health", "endpoint", "health", "--cluster")}
+	if c.Spec.Auth.Enabled {
+		root := step("root-login", "--user=root", "--password=$(ROOT_PASSWORD)", "auth", "status")
+		root.Env = append(root.Env, corev1.EnvVar{Name: "ROOT_PASSWORD", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: RootSecretName(c)}, Key: rootPasswordKey},
+		}})
+		steps = append(steps, root)
+	}
+	return &batchv1.Job{
+		ObjectMeta: meta(c, initJobName(c)),
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](6),
+			Template: corev1.PodTemplateSpec{
+				// Not the members' labels: the Services and the budget
+				// must not select this pod.
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+					"app.kubernetes.io/name":       "etcd-init",
+					"app.kubernetes.io/instance":   c.Name,
+					"app.kubernetes.io/managed-by": "tend",
+				}},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext:              podSecurity(),
+					InitContainers:               steps,
+					Containers:                   []corev1.Container{step("status", "endpoint", "status", "--cluster", "--write-out=table")},
+					Volumes: []corev1.Volume{{Name: "client-tls", VolumeSource: corev1.VolumeSource{
+						Secret: &corev1.SecretVolumeSource{SecretName: tlsSecretsOf(c).client},
+					}}},
+					Tolerations:  c.Spec.PodTemplate.Tolerations,
+					NodeSelector: c.Spec.PodTemplate.NodeSelector,
+				},
+			},
+		},
+	}
+}

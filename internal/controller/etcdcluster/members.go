@@ -1,0 +1,368 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/etcd"
+)
+
+// etcdTimeout bounds every etcd call of a pass.
+const etcdTimeout = 10 * time.Second
+
+// annotationMemberID on a member's PVC is the ID of the member whose data
+// it holds, set once that member has been seen healthy. A volume whose
+// member has left etcd holds data that must never start again.
+const annotationMemberID = "etcd.tend.dev/member-id"
+
+// reconcileMembers observes the members through etcd and makes at most one
+// membership change. It leaves its client in s for later phases.
+func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
+	c := s.cluster
+	size := int(ptr.Deref(s.sts.Spec.Replicas, 0))
+	endpoints := make([]string, 0, size)
+	for i := range size {
+		endpoints = append(endpoints, memberClientURL(c, memberName(c, i)))
+	}
+	if len(endpoints) == 0 {
+		return nil
+	}
+	callCtx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	// No password: with auth on, etcd takes the user from the client
+	// certificate's common name, root.
+	dial, err := r.memberDialer(ctx, c)
+	if err != nil {
+		return err
+	}
+	cli, err := r.Connect(callCtx, etcd.Config{Endpoints: endpoints, TLS: s.tls, Dial: dial})
+	if err != nil {
+		return fmt.Errorf("connecting to etcd: %w", err)
+	}
+	defer func() { _ = cli.Close() }()
+	statuses, err := cli.Status(callCtx)
+	if err != nil {
+		s.obs.unreachable = err
+		s.requeueAfter(requeueUnreachable)
+		return nil
+	}
+	views := viewsOf(c, statuses, s.now)
+	s.obs.members = views
+	all, sts := split(views)
+	s.obs.healthyQuorum = etcd.HealthyQuorum(all, sts)
+	if c.Spec.Paused {
+		s.requeueAfter(requeueSteady)
+		return nil
+	}
+	// The cluster exists: members that start afresh join it.
+	if err := r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views)); err != nil {
+		return err
+	}
+	if c.Spec.Auth.Enabled && s.obs.healthyQuorum {
+		if err := r.enableAuth(callCtx, s, cli); err != nil {
+			return err
+		}
+	}
+
+	next := planMembers(c, views, s.now)
+	if next.kind > stepWait {
+		if ok, wait := r.mayChangeMembers(c.UID, s.now); !ok {
+			next = step{kind: stepWait, reason: etcdv1alpha1.ReasonWaitingForMembers,
+				message: fmt.Sprintf("%s in %s (one membership change per %s)", next.message, wait.Round(time.Second), r.MemberChangeInterval)}
+			s.requeueAfter(wait)
+		}
+	}
+	views, err = r.takeStep(callCtx, s, cli, next, views)
+	if err != nil {
+		return err
+	}
+	s.obs.members = views
+	if err := r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views)); err != nil {
+		return err
+	}
+	if err := r.reconcileVolumes(ctx, s, views); err != nil {
+		return err
+	}
+	s.requeueAfter(healthRequeue(c, views, s.now))
+	return nil
+}
+
+// memberDialer connects to members at their pods' IPs, read from the
+// apiserver (the manager does not cache these pods), and to other addresses
+// through DNS. The cluster DNS may deny that a new member's name exists for
+// as long as it caches negative answers (30s by default): etcd asks for it
+// as soon as the member is added, before its pod exists. The certificates
+// are still checked against the members' names. It also lets a manager
+// outside the cluster reach the members, where pod IPs are routed.
+func (r *Reconciler) memberDialer(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (func(context.Context, string) (net.Conn, error), error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
+		return nil, fmt.Errorf("listing member pods: %w", err)
+	}
+	ips := map[string]string{}
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			ips[memberHost(c, p.Name)] = p.Status.PodIP
+		}
+	}
+	var dialer net.Dialer
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			if ip, ok := ips[host]; ok {
+				addr = net.JoinHostPort(ip, port)
+			}
+		}
+		return dialer.DialContext(ctx, "tcp", addr)
+	}, nil
+}
+
+// takeStep makes the change next, records it as an Event, and returns the
+// members as they are after it. A change that etcd refuses for now (the
+// cluster is not ready for it) turns into a wait.
+func (r *Reconciler) takeStep(ctx context.Context, s *scope, cli Members, next step, views []memberView) ([]memberView, error) {
+	c := s.cluster
+	s.obs.step = next
+	if next.kind == stepNone {
+		return views, nil
+	}
+	s.requeueAfter(requeueStep)
+	if next.kind == stepWait {
+		return views, nil
+	}
+	m := next.member
+	var err error
+	switch next.kind {
+	case stepPromote:
+		if err = cli.Promote(ctx, m.ID); err == nil {
+			r.event(c, corev1.EventTypeNormal, "MemberPromoted", "PromoteMember", "Promoted learner %s (%s) to a voting member", m.Name, m.ID)
+			views = replaceView(views, m.ID, func(v *memberView) { v.IsLearner = false })
+		}
+	case stepMoveLeader:
+		if err = cli.MoveLeader(ctx, next.to); err == nil {
+			r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved the leadership from %s to member %s before removing %s", m.Name, next.to, m.Name)
+		}
+	case stepRemove:
+		if err = cli.Remove(ctx, m.ID); err == nil {
+			r.event(c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "Removed member %s (%s): the spec asks for %d members", m.Name, m.ID, replicas(c))
+			views = removeView(views, m.ID)
+		}
+	case stepAddLearner:
+		views, err = r.addLearner(ctx, s, cli, next.ordinal, views)
+	case stepReplace:
+		if err = cli.Remove(ctx, m.ID); err != nil {
+			break
+		}
+		r.event(c, corev1.EventTypeWarning, "ReplacingMember", "RemoveMember", "Removed member %s (%s), unhealthy since %s; adding it anew with empty data",
+			m.Name, m.ID, m.UnhealthySince.UTC().Format(time.RFC3339))
+		views = removeView(views, m.ID)
+		views, err = r.addLearner(ctx, s, cli, m.Ordinal, views)
+	}
+	if err == nil {
+		r.memberChanged(c.UID, s.now)
+		return views, nil
+	}
+	if notYet(err) {
+		s.obs.step = step{kind: stepWait, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers, message: fmt.Sprintf("%s: etcd refused for now: %v", next.message, err)}
+		return views, nil
+	}
+	return views, fmt.Errorf("%s: %w", next.message, err)
+}
+
+// addLearner adds the member at ordinal as a learner. When the ordinal's
+// pod may exist already (the member is being replaced), its pod and volume
+// are deleted, so that it starts again with empty data and joins as the
+// new learner.
+func (r *Reconciler) addLearner(ctx context.Context, s *scope, cli Members, ordinal int, views []memberView) ([]memberView, error) {
+	c := s.cluster
+	name := memberName(c, ordinal)
+	m, err := cli.AddLearner(ctx, peerURL(c, name))
+	if err != nil {
+		return views, err
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s (%s) as a learner", name, m.ID)
+	views = append(views, memberView{MemberStatus: etcd.MemberStatus{Member: m}, Name: name, Ordinal: ordinal})
+	if int32(ordinal) < ptr.Deref(s.sts.Spec.Replicas, 0) {
+		if err := r.deleteMemberData(ctx, s, ordinal); err != nil {
+			return views, err
+		}
+	}
+	return views, nil
+}
+
+// notYet tells whether etcd refused a change only for now: the cluster is
+// not ready for it, and a later pass will try again.
+func notYet(err error) bool {
+	return errors.Is(err, etcd.ErrLearnerNotReady) || errors.Is(err, etcd.ErrQuorumAtRisk) ||
+		errors.Is(err, etcd.ErrUnhealthy) || errors.Is(err, etcd.ErrLearnerPending) || errors.Is(err, etcd.ErrNoLeader)
+}
+
+// enableAuth turns on etcd's authentication with the root user, before
+// the init Job exists (it checks the root login); afterwards it is done.
+func (r *Reconciler) enableAuth(ctx context.Context, s *scope, cli Members) error {
+	c := s.cluster
+	job := &batchv1.Job{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: initJobName(c)}, job)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading Job %s: %w", initJobName(c), err)
+	}
+	if err := cli.EnableAuth(ctx, s.rootPassword); err != nil {
+		return fmt.Errorf("enabling authentication: %w", err)
+	}
+	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "Enabled authentication; the root user's password is in Secret %s", RootSecretName(c))
+	return nil
+}
+
+// reconcileVolumes keeps the members' volumes true to the membership:
+//   - a volume is marked with the ID of the member that was seen healthy
+//     on it;
+//   - a volume marked for a member that is no longer in etcd holds data
+//     that must not start again: it is deleted with its pod, and the pod
+//     comes back with an empty one;
+//   - a volume beyond the StatefulSet's size (a member scaled in) is
+//     deleted.
+func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope, views []memberView) error {
+	c := s.cluster
+	if c.Spec.Storage.Ephemeral {
+		return nil
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
+		return fmt.Errorf("listing volume claims: %w", err)
+	}
+	byOrdinal := map[int]memberView{}
+	for _, v := range views {
+		byOrdinal[v.Ordinal] = v
+	}
+	size := int(ptr.Deref(s.sts.Spec.Replicas, 0))
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		ordinal, ok := isMemberPVC(c, pvc)
+		if !ok || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		member, hasMember := byOrdinal[ordinal]
+		marked := pvc.Annotations[annotationMemberID]
+		switch {
+		case ordinal >= size && !hasMember:
+			if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting volume claim %s of a removed member: %w", pvc.Name, err)
+			}
+			r.event(c, corev1.EventTypeNormal, "VolumeDeleted", "DeleteVolume", "Deleted volume claim %s: its member was removed", pvc.Name)
+		case marked != "" && (!hasMember || marked != member.ID.String()):
+			if err := r.deleteMemberData(ctx, s, ordinal); err != nil {
+				return err
+			}
+		case hasMember && member.Healthy && marked != member.ID.String():
+			patch := client.MergeFrom(pvc.DeepCopy())
+			if pvc.Annotations == nil {
+				pvc.Annotations = map[string]string{}
+			}
+			pvc.Annotations[annotationMemberID] = member.ID.String()
+			if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("marking volume claim %s: %w", pvc.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// deleteMemberData deletes the member's volume claim and then its pod: the
+// claim stays until the pod is gone, and the StatefulSet then makes both
+// anew, empty.
+func (r *Reconciler) deleteMemberData(ctx context.Context, s *scope, ordinal int) error {
+	c := s.cluster
+	if !c.Spec.Storage.Ephemeral {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: pvcName(c, ordinal)}}
+		if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting volume claim %s: %w", pvc.Name, err)
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: memberName(c, ordinal)}}
+	if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberDataDeleted", "DeleteMemberData", "Deleted pod %s and its data: it starts again empty and joins as a new member", pod.Name)
+	return nil
+}
+
+// viewsOf places the members etcd reports in the StatefulSet and times
+// their ill health from the last status.
+func viewsOf(c *etcdv1alpha1.EtcdCluster, statuses []etcd.MemberStatus, now time.Time) []memberView {
+	views := make([]memberView, 0, len(statuses))
+	for _, st := range statuses {
+		v := memberView{MemberStatus: st, Name: st.Name, Ordinal: -1}
+		if v.Name == "" && len(st.PeerURLs) > 0 {
+			v.Name, _ = memberNameOfPeerURL(c, st.PeerURLs[0])
+		}
+		if i, ok := memberOrdinal(c, v.Name); ok {
+			v.Ordinal = i
+		}
+		if !st.Healthy && !st.IsLearner {
+			v.UnhealthySince = unhealthySince(c, v.Name, st.ID.String(), now)
+		}
+		views = append(views, v)
+	}
+	return views
+}
+
+// unhealthySince is when the last status first saw the member unhealthy,
+// or now.
+func unhealthySince(c *etcdv1alpha1.EtcdCluster, name, id string, now time.Time) time.Time {
+	for _, m := range c.Status.Members {
+		if m.Name == name && m.ID == id && m.UnhealthySince != nil {
+			return m.UnhealthySince.Time
+		}
+	}
+	return now
+}
+
+// healthRequeue is when the next health check is due: soon while a member
+// is unhealthy, at the moment its replacement would be due, else the
+// steady interval.
+func healthRequeue(c *etcdv1alpha1.EtcdCluster, views []memberView, now time.Time) time.Duration {
+	policy := replacementOf(c)
+	next := requeueSteady
+	for _, v := range views {
+		if v.UnhealthySince.IsZero() {
+			continue
+		}
+		next = min(next, requeueUnreachable)
+		if due := v.UnhealthySince.Add(policy.after).Sub(now); policy.auto && due > 0 {
+			next = min(next, due)
+		}
+	}
+	return next
+}
+
+func replaceView(views []memberView, id etcd.MemberID, change func(*memberView)) []memberView {
+	for i := range views {
+		if views[i].ID == id {
+			change(&views[i])
+		}
+	}
+	return views
+}
+
+func removeView(views []memberView, id etcd.MemberID) []memberView {
+	out := views[:0:0]
+	for _, v := range views {
+		if v.ID != id {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package etcdcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// annotationTemplateHash on the StatefulSet is the hash of the pod
+// template Tend last wrote, so that a pass compares its own output rather
+// than an object the apiserver has filled with defaults.
+const annotationTemplateHash = "etcd.tend.dev/template-hash"
+
+// reconcileServices keeps the peer and client Services and the disruption
+// budget as built, whatever was changed by hand.
+func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) error {
+	c := s.cluster
+	for _, want := range []*corev1.Service{peerService(c), clientService(c)} {
+		svc := &corev1.Service{ObjectMeta: want.ObjectMeta}
+		if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, svc, func() error {
+			svc.Labels = want.Labels
+			svc.Spec.Selector = want.Spec.Selector
+			svc.Spec.Ports = want.Spec.Ports
+			svc.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
+			if svc.CreationTimestamp.IsZero() {
+				svc.Spec.ClusterIP = want.Spec.ClusterIP
+			}
+			return controllerutil.SetControllerReference(c, svc, r.Scheme())
+		}); err != nil {
+			return fmt.Errorf("writing Service %s: %w", want.Name, err)
+		}
+	}
+	want := podDisruptionBudget(c)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: want.ObjectMeta}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, pdb, func() error {
+		pdb.Labels = want.Labels
+		pdb.Spec.MinAvailable = want.Spec.MinAvailable
+		pdb.Spec.Selector = want.Spec.Selector
+		return controllerutil.SetControllerReference(c, pdb, r.Scheme())
+	}); err != nil {
+		return fmt.Errorf("writing PodDisruptionBudget %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// reconcileStatefulSet creates the members' StatefulSet of a new cluster:
+// every member starts at once and they form the cluster together. Later
+// changes to it follow the membership (syncStatefulSet).
+func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
+	c := s.cluster
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: statefulSetName(c)}, sts)
+	if err == nil {
+		s.sts = sts
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading StatefulSet %s: %w", statefulSetName(c), err)
+	}
+	n := replicas(c)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = memberName(c, i)
+	}
+	sts = statefulSet(c, n, Bootstrap{Members: names, State: "new"})
+	if err := stampTemplate(sts); err != nil {
+		return err
+	}
+	if err := r.createOwned(ctx, c, sts); err != nil {
+		return err
+	}
+	r.event(c, corev1.EventTypeNormal, "Creating", "CreateStatefulSet", "Created StatefulSet %s: %d members form the cluster together", sts.Name, n)
+	s.sts = sts
+	s.obs.creating = true
+	s.requeueAfter(requeueUnreachable)
+	return nil
+}
+
+// syncStatefulSet sizes the StatefulSet to hold every member and tells
+// members that start afresh the current membership. Running members never
+// restart for it: the update strategy is OnDelete, and etcd reads its
+// bootstrap settings only from an empty data directory.
+func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope, size int32, boot Bootstrap) error {
+	want := statefulSet(s.cluster, size, boot)
+	if err := stampTemplate(want); err != nil {
+		return err
+	}
+	sts := s.sts
+	if ptr.Deref(sts.Spec.Replicas, 0) == size && sts.Annotations[annotationTemplateHash] == want.Annotations[annotationTemplateHash] {
+		return nil
+	}
+	sts = sts.DeepCopy()
+	sts.Spec.Replicas = ptr.To(size)
+	sts.Spec.Template = want.Spec.Template
+	if sts.Annotations == nil {
+		sts.Annotations = map[string]string{}
+	}
+	sts.Annotations[annotationTemplateHash] = want.Annotations[annotationTemplateHash]
+	if err := r.Update(ctx, sts); err != nil {
+		return fmt.Errorf("updating StatefulSet %s: %w", sts.Name, err)
+	}
+	s.sts = sts
+	return nil
+}
+
+// stampTemplate records the hash of sts's pod template on it.
+func stampTemplate(sts *appsv1.StatefulSet) error {
+	b, err := json.Marshal(sts.Spec.Template)
+	if err != nil {
+		return fmt.Errorf("hashing the pod template: %w", err)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	if sts.Annotations == nil {
+		sts.Annotations = map[string]string{}
+	}
+	sts.Annotations[annotationTemplateHash] = strconv.FormatUint(h.Sum64(), 16)
+	return nil
+}
+
+// jobState is how far the init Job got.
+type jobState int
+
+const (
+	jobNone jobState = iota
+	jobRunning
+	jobComplete
+	jobFailed
+)
+
+// reconcileInitJob creates the init Job once a quorum of the new cluster
+// is healthy (and authentication, if wanted, is on), and reports how it
+// went. A completed Job stays as the record of the cluster's first check.
+func (r *Reconciler) reconcileInitJob(ctx context.Context, s *scope) error {
+	c := s.cluster
+	job := &batchv1.Job{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: initJobName(c)}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		if !s.obs.healthyQuorum || c.Spec.Paused {
+			return nil
+		}
+		job = initJob(c)
+		if err := r.createOwned(ctx, c, job); err != nil {
+			return err
+		}
+		r.event(c, corev1.EventTypeNormal, "InitJobCreated", "CreateJob", "Created Job %s to check the new cluster", job.Name)
+		s.obs.job = jobRunning
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading Job %s: %w", initJobName(c), err)
+	}
+	s.obs.job = jobRunning
+	for _, cond := range job.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch cond.Type {
+		case batchv1.JobComplete:
+			s.obs.job = jobComplete
+		case batchv1.JobFailed:
+			s.obs.job, s.obs.jobMessage = jobFailed, cond.Message
+		}
+	}
+	return nil
+}
+
+// isMemberPVC tells whether pvc belongs to c, and which member's it is.
+func isMemberPVC(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
+	if pvc.Labels[LabelCluster] != c.Name {
+		return 0, false
+	}
+	name, ok := strings.CutPrefix(pvc.Name, dataVolume+"-")
+	if !ok {
+		return 0, false
+	}
+	return memberOrdinal(c, name)
+}

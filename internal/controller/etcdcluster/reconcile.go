@@ -1,0 +1,130 @@
+package etcdcluster
+
+import (
+	"crypto/tls"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// Requeue intervals. A pass never waits for etcd; it comes back.
+const (
+	// requeueStep follows a membership change or a wait for a learner:
+	// the next step is usually possible within seconds.
+	requeueStep = 2 * time.Second
+	// requeueUnreachable is while no member answers, such as while the
+	// first members start.
+	requeueUnreachable = 5 * time.Second
+	// requeueSteady is the health check of a cluster that matches its
+	// spec: it times member replacement and notices failures that no
+	// Kubernetes event reports.
+	requeueSteady = 30 * time.Second
+)
+
+// scope is what the phases of one pass share.
+type scope struct {
+	cluster *etcdv1alpha1.EtcdCluster
+	now     time.Time
+	// tls is the client configuration of Tend's certificate;
+	// rootPassword is set when auth is on.
+	tls          *tls.Config
+	rootPassword string
+	// sts is the members' StatefulSet, nil until it exists.
+	sts *appsv1.StatefulSet
+	// obs is what the status is computed from.
+	obs observation
+	// requeue is the shortest requeue any phase asked for.
+	requeue time.Duration
+}
+
+// requeueAfter asks for a pass within d; the shortest request wins.
+func (s *scope) requeueAfter(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+// Reconcile brings one EtcdCluster towards its spec: certificates, then
+// Services and budget, then the StatefulSet, then one membership step
+// through etcd, then the init Job; and it writes the status once, from
+// what it saw.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	c := &etcdv1alpha1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if c.DeletionTimestamp != nil {
+		// The garbage collector deletes the owned objects; the members'
+		// volumes stay (PVC retention Retain), so no data is lost.
+		r.lastChange.Delete(c.UID)
+		return ctrl.Result{}, nil
+	}
+	s := &scope{cluster: c, now: r.Clock.Now()}
+	before := c.DeepCopy()
+	defer func() {
+		c.Status = calculateStatus(c, s.obs, s.now)
+		if retErr == nil {
+			c.Status.ObservedGeneration = c.Generation
+		}
+		if err := r.patchStatus(ctx, before, c); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	if err := r.reconcileNormal(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// reconcileNormal runs the phases in order; each may stop the pass.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
+	if err := r.reconcileCertificates(ctx, s); err != nil {
+		if errors.Is(err, errTLSSecrets) {
+			// The user must act; their fix is not an event of ours, so look
+			// again soon.
+			s.obs.tlsProblem = err.Error()
+			s.requeueAfter(requeueSteady)
+			return nil
+		}
+		return err
+	}
+	if err := r.reconcileRootSecret(ctx, s); err != nil {
+		return err
+	}
+	if err := r.reconcileServices(ctx, s); err != nil {
+		return err
+	}
+	if err := r.reconcileStatefulSet(ctx, s); err != nil {
+		return err
+	}
+	if err := r.reconcileMembers(ctx, s); err != nil {
+		return err
+	}
+	if err := r.reconcileInitJob(ctx, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// patchStatus writes c's status when the pass changed it. The status is
+// computed afresh by every pass, so the last writer is right; no lock.
+func (r *Reconciler) patchStatus(ctx context.Context, before, c *etcdv1alpha1.EtcdCluster) error {
+	if equality.Semantic.DeepEqual(before.Status, c.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	return nil
+}

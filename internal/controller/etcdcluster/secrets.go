@@ -1,0 +1,202 @@
+package etcdcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// Keys of the root credential Secret.
+const (
+	rootUsernameKey = "username"
+	rootPasswordKey = "password"
+)
+
+// errTLSSecrets marks a Provided TLS Secret that is missing or incomplete:
+// the user must fix it, and its message says how.
+var errTLSSecrets = errors.New("invalid TLS Secret")
+
+// reconcileCertificates makes sure the cluster's certificates exist and are
+// current, and loads the client certificate Tend uses. In Auto mode Tend
+// issues a CA once and server, peer and client certificates from it, and
+// reissues each leaf at two thirds of its life; members pick the new files
+// up from their mounted Secrets without a restart. In Provided mode it only
+// checks the user's Secrets.
+func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error {
+	c := s.cluster
+	if c.Spec.TLS.Mode != etcdv1alpha1.TLSProvided {
+		if err := r.issueCertificates(ctx, s); err != nil {
+			return err
+		}
+	}
+	names := tlsSecretsOf(c)
+	for _, name := range []string{names.server, names.peer, names.client} {
+		secret := &corev1.Secret{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: Secret %s does not exist; create it with ca.crt, tls.crt and tls.key", errTLSSecrets, name)
+		}
+		if err != nil {
+			return fmt.Errorf("reading Secret %s: %w", name, err)
+		}
+		for _, key := range []string{"ca.crt", corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+			if len(secret.Data[key]) == 0 {
+				return fmt.Errorf("%w: Secret %s has no %s; it needs ca.crt, tls.crt and tls.key", errTLSSecrets, name, key)
+			}
+		}
+		if name != names.client {
+			continue
+		}
+		cfg, err := clientTLS(secret)
+		if err != nil {
+			return fmt.Errorf("%w: Secret %s: %v", errTLSSecrets, name, err)
+		}
+		s.tls = cfg
+	}
+	return nil
+}
+
+// clientTLS is the TLS configuration of a client certificate Secret.
+func clientTLS(secret *corev1.Secret) (*tls.Config, error) {
+	cert, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return nil, fmt.Errorf("reading the client certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+		return nil, errors.New("ca.crt holds no PEM certificate")
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// issueCertificates is the Auto mode's part of reconcileCertificates.
+func (r *Reconciler) issueCertificates(ctx context.Context, s *scope) error {
+	c := s.cluster
+	caSecret := &corev1.Secret{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: caSecretName(c)}, caSecret)
+	switch {
+	case apierrors.IsNotFound(err):
+		ca, err := newCA(c, s.now)
+		if err != nil {
+			return fmt.Errorf("creating the CA: %w", err)
+		}
+		caSecret = tlsSecret(c, caSecretName(c), ca, ca)
+		if err := r.createOwned(ctx, c, caSecret); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("reading the CA Secret: %w", err)
+	}
+	ca := keyPair{cert: caSecret.Data[corev1.TLSCertKey], key: caSecret.Data[corev1.TLSPrivateKeyKey]}
+	if _, _, err := parse(ca); err != nil {
+		// Replacing a CA would cut every member off from the others; only a
+		// person can decide that.
+		return fmt.Errorf("%w: the CA Secret %s is unreadable (%v); restore it, or delete it and every *-tls Secret of the cluster to issue new ones", errTLSSecrets, caSecretName(c), err)
+	}
+	leaves := []struct {
+		name string
+		kind leafKind
+	}{{serverSecretName(c), leafServer}, {peerSecretName(c), leafPeer}, {ClientSecretName(c), leafClient}}
+	for _, leaf := range leaves {
+		current := &corev1.Secret{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: leaf.name}, current)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading Secret %s: %w", leaf.name, err)
+		}
+		exists := err == nil
+		if exists && !needsRenewal(current, ca, s.now) {
+			continue
+		}
+		kp, err := newLeaf(c, ca, leaf.kind, s.now)
+		if err != nil {
+			return fmt.Errorf("issuing %s: %w", leaf.name, err)
+		}
+		want := tlsSecret(c, leaf.name, kp, ca)
+		if !exists {
+			if err := r.createOwned(ctx, c, want); err != nil {
+				return err
+			}
+			r.event(c, corev1.EventTypeNormal, "CertificatesIssued", "IssueCertificate", "Issued a certificate into Secret %s", leaf.name)
+			continue
+		}
+		current.Data = want.Data
+		if err := r.Update(ctx, current); err != nil {
+			return fmt.Errorf("renewing Secret %s: %w", leaf.name, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "CertificatesRenewed", "RenewCertificate", "Renewed the certificate in Secret %s", leaf.name)
+	}
+	return nil
+}
+
+// reconcileRootSecret creates the root user's credentials when auth is on.
+// The password is never changed afterwards: it is the Secret that users
+// and the init Job read.
+func (r *Reconciler) reconcileRootSecret(ctx context.Context, s *scope) error {
+	c := s.cluster
+	if !c.Spec.Auth.Enabled {
+		return nil
+	}
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: RootSecretName(c)}, secret)
+	if apierrors.IsNotFound(err) {
+		password, err := randomPassword()
+		if err != nil {
+			return err
+		}
+		secret = &corev1.Secret{
+			ObjectMeta: meta(c, RootSecretName(c)),
+			Type:       corev1.SecretTypeBasicAuth,
+			Data:       map[string][]byte{rootUsernameKey: []byte("root"), rootPasswordKey: []byte(password)},
+		}
+		if err := r.createOwned(ctx, c, secret); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("reading Secret %s: %w", RootSecretName(c), err)
+	}
+	s.rootPassword = string(secret.Data[rootPasswordKey])
+	if s.rootPassword == "" {
+		return fmt.Errorf("the Secret %s has no %s; delete it and Tend makes a new one only if auth is not enabled yet in etcd", RootSecretName(c), rootPasswordKey)
+	}
+	return nil
+}
+
+func randomPassword() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating the root password: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// createOwned creates obj owned by c. It fails when obj exists already
+// (names are deterministic: it is ours from an earlier pass that the cache
+// does not show yet), so that the pass starts again from what exists rather
+// than go on with an object that was never stored, such as a second
+// password.
+func (r *Reconciler) createOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obj client.Object) error {
+	if err := controllerutil.SetControllerReference(c, obj, r.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Create(ctx, obj); err != nil {
+		return fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), err)
+	}
+	return nil
+}
+
+// kindOf names obj's type for messages, such as "Secret".
+func kindOf(obj client.Object) string {
+	return strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+}

@@ -1,0 +1,270 @@
+package etcdcluster
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/etcd"
+)
+
+// observation is what a pass saw and did: the input of the status.
+type observation struct {
+	// creating is set by the pass that created the StatefulSet.
+	creating bool
+	// tlsProblem says what is wrong with Provided TLS Secrets.
+	tlsProblem string
+	// unreachable is why no member answered; members is nil then.
+	unreachable error
+	members     []memberView
+	// healthyQuorum: a quorum of the voting members is healthy.
+	healthyQuorum bool
+	job           jobState
+	jobMessage    string
+	// step is the membership change the pass made or waits to make.
+	step step
+}
+
+// calculateStatus computes c's status from what a pass observed. It starts
+// from the current status, so that conditions keep their transition times
+// and members not seen this pass keep their last known details; the caller
+// sets observedGeneration.
+func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time) etcdv1alpha1.EtcdClusterStatus {
+	st := *c.Status.DeepCopy()
+	st.ClientEndpoint = clientEndpoint(c)
+	st.Selector = klabels.SelectorFromSet(selector(c)).String()
+
+	if obs.members != nil {
+		st.Members = membersStatus(obs.members)
+		st.Replicas = int32(len(obs.members))
+		st.Leader, st.CurrentVersion = "", lowestVersion(obs.members)
+		for _, m := range obs.members {
+			if m.IsLeader() {
+				st.Leader = m.Name
+			}
+		}
+	} else {
+		// Nobody answered: what was known stays, but nothing is healthy.
+		for i := range st.Members {
+			m := &st.Members[i]
+			m.Leader = false
+			if m.Healthy || m.UnhealthySince == nil {
+				m.UnhealthySince = &metav1.Time{Time: now}
+			}
+			m.Healthy = false
+		}
+		st.Leader = ""
+	}
+	st.ReadyMembers = 0
+	for _, m := range st.Members {
+		if m.Healthy && !m.Learner {
+			st.ReadyMembers++
+		}
+	}
+
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation,
+		})
+	}
+	setAvailable(c, obs, &st, set)
+	setProgressing(c, obs, set)
+	setDegraded(c, obs, set)
+	st.Phase = phaseOf(c, st.Conditions)
+	return st
+}
+
+type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
+
+func setAvailable(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1.EtcdClusterStatus, set setFunc) {
+	const t = etcdv1alpha1.ConditionAvailable
+	voters := 0
+	for _, m := range st.Members {
+		if !m.Learner {
+			voters++
+		}
+	}
+	health := fmt.Sprintf("%d of %d voting members are healthy", st.ReadyMembers, voters)
+	switch {
+	case obs.members == nil && obs.job == jobNone:
+		msg := "Waiting for the members to start and form the cluster"
+		if obs.unreachable != nil {
+			msg += ": " + obs.unreachable.Error()
+		}
+		if obs.tlsProblem != "" {
+			msg = "Cannot start the members: " + obs.tlsProblem
+		}
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping, msg)
+	case obs.members == nil:
+		msg := "No member answered"
+		if obs.unreachable != nil {
+			msg += ": " + obs.unreachable.Error()
+		}
+		if obs.tlsProblem != "" {
+			msg = "Cannot reach the members: " + obs.tlsProblem
+		}
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonUnreachable,
+			msg+fmt.Sprintf(". Check the member pods: kubectl get pods -n %s -l %s=%s", c.Namespace, LabelCluster, c.Name))
+	case !obs.healthyQuorum:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonQuorumLost,
+			fmt.Sprintf("%s, and a quorum is %d: etcd cannot serve writes. Tend changes no membership without a quorum; bring the failed members' pods back", health, etcd.Quorum(voters)))
+	case obs.job == jobFailed:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping,
+			fmt.Sprintf("%s, but the init Job %s failed; see Degraded", health, initJobName(c)))
+	case obs.job != jobComplete:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping,
+			fmt.Sprintf("%s; waiting for the init Job %s to check the cluster", health, initJobName(c)))
+	default:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonQuorumHealthy, health)
+	}
+}
+
+func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
+	const t = etcdv1alpha1.ConditionProgressing
+	switch {
+	case c.Spec.Paused:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonPaused, "spec.paused is true: Tend changes nothing until it is false")
+	case obs.creating || (obs.members == nil && obs.job == jobNone):
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonCreating, fmt.Sprintf("Creating the cluster: %d members start together", replicas(c)))
+	case obs.members == nil:
+		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonUnreachable, "No member answered; Tend cannot tell the membership")
+	case obs.step.kind != stepNone:
+		set(t, metav1.ConditionTrue, obs.step.reason, obs.step.message)
+	default:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonStable, fmt.Sprintf("%d members, as the spec asks", replicas(c)))
+	}
+}
+
+func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
+	const t = etcdv1alpha1.ConditionDegraded
+	var alarms, unhealthy []string
+	for _, m := range obs.members {
+		for _, e := range m.Errors {
+			if strings.Contains(e, "alarm") && !slices.Contains(alarms, e) {
+				alarms = append(alarms, e)
+			}
+		}
+		if !m.Healthy && !m.IsLearner {
+			why := "no answer"
+			if m.Err != nil {
+				why = m.Err.Error()
+			}
+			unhealthy = append(unhealthy, fmt.Sprintf("%s since %s (%s)", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339), why))
+		}
+	}
+	n := replicas(c)
+	switch {
+	case obs.tlsProblem != "":
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonInvalidTLSSecrets, obs.tlsProblem)
+	case obs.job == jobFailed:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonInitFailed,
+			fmt.Sprintf("The init Job %s failed (%s). Read its pod logs; delete the Job to run it again", initJobName(c), obs.jobMessage))
+	case len(alarms) > 0:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonAlarm,
+			fmt.Sprintf("etcd raised %s. NOSPACE: compact and defragment, or raise spec.options.quotaBackendBytes, then etcdctl alarm disarm; CORRUPT: see docs/etcdcluster.md", strings.Join(alarms, "; ")))
+	case len(unhealthy) > 0:
+		policy := replacementOf(c)
+		what := "spec.memberReplacement.policy is Manual: remove and re-add them, or set it to Auto"
+		if policy.auto {
+			what = fmt.Sprintf("Tend replaces a member that stays unhealthy for %s while the others keep a quorum", policy.after)
+		}
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonMembersUnhealthy,
+			fmt.Sprintf("Unhealthy members: %s. %s", strings.Join(unhealthy, ", "), what))
+	case n%2 == 0:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonEvenMembers,
+			fmt.Sprintf("%d members tolerate %d failures, as %d do; an odd number is as safe for less work", n, (n-1)/2, n-1))
+	default:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected, "Nothing needs attention")
+	}
+}
+
+// phaseOf summarises the conditions in a word, for display.
+func phaseOf(c *etcdv1alpha1.EtcdCluster, conds []metav1.Condition) string {
+	available := apimeta.FindStatusCondition(conds, etcdv1alpha1.ConditionAvailable)
+	progressing := apimeta.FindStatusCondition(conds, etcdv1alpha1.ConditionProgressing)
+	degraded := apimeta.FindStatusCondition(conds, etcdv1alpha1.ConditionDegraded)
+	switch {
+	case c.Spec.Paused:
+		return etcdv1alpha1.PhasePaused
+	case available.Reason == etcdv1alpha1.ReasonBootstrapping:
+		return etcdv1alpha1.PhaseCreating
+	case available.Status != metav1.ConditionTrue,
+		degraded.Status == metav1.ConditionTrue && degraded.Reason != etcdv1alpha1.ReasonEvenMembers:
+		return etcdv1alpha1.PhaseDegraded
+	case progressing.Status == metav1.ConditionTrue:
+		return etcdv1alpha1.PhaseScaling
+	default:
+		return etcdv1alpha1.PhaseRunning
+	}
+}
+
+// membersStatus is the members as the status lists them, sorted by name.
+func membersStatus(views []memberView) []etcdv1alpha1.Member {
+	out := make([]etcdv1alpha1.Member, 0, len(views))
+	for _, v := range views {
+		m := etcdv1alpha1.Member{
+			Name:    cmp.Or(v.Name, v.ID.String()),
+			ID:      v.ID.String(),
+			Leader:  v.IsLeader(),
+			Learner: v.IsLearner,
+			Healthy: v.Healthy,
+		}
+		if !v.UnhealthySince.IsZero() {
+			m.UnhealthySince = &metav1.Time{Time: v.UnhealthySince.Truncate(time.Second)}
+		}
+		if v.Version != "" {
+			m.Version = "v" + v.Version
+		}
+		if v.Answered {
+			m.DBSize = resource.NewQuantity(v.DBSize, resource.BinarySI)
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b etcdv1alpha1.Member) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// lowestVersion is the lowest version any member reports, such as
+// "v3.6.16"; empty when none answered.
+func lowestVersion(views []memberView) string {
+	lowest := ""
+	for _, v := range views {
+		if v.Version == "" {
+			continue
+		}
+		if lowest == "" || compareVersions(v.Version, lowest) < 0 {
+			lowest = v.Version
+		}
+	}
+	if lowest == "" {
+		return ""
+	}
+	return "v" + lowest
+}
+
+// compareVersions compares dotted versions such as 3.6.16 number by number.
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range max(len(as), len(bs)) {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return cmp.Compare(x, y)
+		}
+	}
+	return 0
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,6 +42,8 @@ func TestDefaults(t *testing.T) {
 	g.Expect(c.Spec.Version).To(Equal(etcdv1alpha1.DefaultVersion))
 	g.Expect(c.Spec.Storage.Size.String()).To(Equal("1Gi"))
 	g.Expect(c.Spec.TLS.Mode).To(Equal(etcdv1alpha1.TLSAuto))
+	g.Expect(c.Spec.MemberReplacement.Policy).To(Equal(etcdv1alpha1.ReplacementAuto))
+	g.Expect(c.Spec.MemberReplacement.UnhealthyFor.Duration).To(Equal(5 * time.Minute))
 }
 
 // The CRD's default version and DefaultVersion both follow
@@ -86,6 +89,14 @@ func TestValidationOnCreate(t *testing.T) {
 		{name: "election timeout too short", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
 			s.Options.HeartbeatIntervalMillis, s.Options.ElectionTimeoutMillis = ptr.To[int32](100), ptr.To[int32](200)
 		}, wantErr: "electionTimeoutMillis should be at least 5 times heartbeatIntervalMillis"},
+		{name: "replace after a minute", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.MemberReplacement.UnhealthyFor = &metav1.Duration{Duration: time.Minute}
+		}},
+		{name: "replace too eagerly", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.MemberReplacement.UnhealthyFor = &metav1.Duration{Duration: 5 * time.Second}
+		}, wantErr: "spec.memberReplacement.unhealthyFor must be at least 10s"},
+		{name: "unknown replacement policy", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.MemberReplacement.Policy = "Sometimes" },
+			wantErr: `supported values: "Auto", "Manual"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"flag"
+	"fmt"
 	"sync"
 	"time"
 
@@ -14,13 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
@@ -130,6 +134,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Connect == nil {
 		r.Connect = func(ctx context.Context, cfg etcd.Config) (Members, error) { return etcd.New(ctx, cfg) }
 	}
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &etcdv1alpha1.EtcdCluster{}, indexTLSSecrets, func(obj client.Object) []string {
+		c := obj.(*etcdv1alpha1.EtcdCluster)
+		if c.Spec.TLS.Mode != etcdv1alpha1.TLSProvided {
+			return nil
+		}
+		s := tlsSecretsOf(c)
+		return []string{s.server, s.peer, s.client}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing EtcdClusters by TLS Secret: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		// A pass's own status write must not start another.
@@ -139,8 +154,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&batchv1.Job{}).
+		// A user's TLS Secret is not ours to own, but its fix must start a
+		// pass.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// indexTLSSecrets indexes EtcdClusters by the Provided TLS Secrets they
+// name.
+const indexTLSSecrets = ".spec.tls.secrets"
+
+// clustersUsingSecret maps a Secret to the EtcdClusters whose Provided TLS
+// names it.
+func (r *Reconciler) clustersUsingSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list etcdv1alpha1.EtcdClusterList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexTLSSecrets: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing EtcdClusters by TLS Secret", "secret", klog.KObj(obj))
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
 }
 
 // mayChangeMembers tells whether MemberChangeInterval allows a membership

@@ -86,6 +86,8 @@ test-e2e: ## End-to-end tests on the local cluster: brings it up, deploys Tend f
 .PHONY: bench
 bench: toolchain-envtest ## Run the benchmarks; they print figures and never fail on time.
 	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test -p 1 -timeout 30m -run '^$$' -bench . -benchmem ./...
+	# B8 runs on the local cluster, which it brings up, and times minutes-long steps once each.
+	go test -tags e2e -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/etcd/...
 
 ##@ Build
 

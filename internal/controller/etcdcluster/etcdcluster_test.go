@@ -71,11 +71,11 @@ func TestCreateMakesEverythingAndReportsBootstrapping(t *testing.T) {
 	}
 	for _, name := range []string{"kv-peer", "kv-client"} {
 		svc := &corev1.Service{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc)).To(Succeed())
+		g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc) }, wait).Should(Succeed())
 		ownedBy(g, svc, c)
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kv"}, pdb)).To(Succeed())
+	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kv"}, pdb) }, wait).Should(Succeed())
 	ownedBy(g, pdb, c)
 	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(2))
 
@@ -90,7 +90,7 @@ func TestCreateMakesEverythingAndReportsBootstrapping(t *testing.T) {
 		got := getCluster(g, c)
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Reason).To(Equal(etcdv1alpha1.ReasonBootstrapping))
-		g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Message).To(ContainSubstring(errNoPods.Error()))
+		g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Message).To(ContainSubstring("no member pod has an IP address yet"))
 		g.Expect(condition(got, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonCreating))
 		g.Expect(condition(got, etcdv1alpha1.ConditionDegraded).Reason).To(Equal(etcdv1alpha1.ReasonAsExpected))
 		g.Expect(got.Status.Phase).To(Equal(etcdv1alpha1.PhaseCreating))

@@ -18,8 +18,13 @@ import (
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
-// etcdTimeout bounds every etcd call of a pass.
-const etcdTimeout = 10 * time.Second
+// etcdTimeout bounds the etcd calls of a pass, and observeTimeout the
+// status check among them: a member that does not answer within it is
+// unhealthy, and a pass that reaches none comes back soon.
+const (
+	etcdTimeout    = 10 * time.Second
+	observeTimeout = 5 * time.Second
+)
 
 // annotationMemberID on a member's PVC is the ID of the member whose data
 // it holds, set once that member has been seen healthy. A volume whose
@@ -30,28 +35,35 @@ const annotationMemberID = "etcd.tend.dev/member-id"
 // membership change. It leaves its client in s for later phases.
 func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	c := s.cluster
-	size := int(ptr.Deref(s.sts.Spec.Replicas, 0))
-	endpoints := make([]string, 0, size)
-	for i := range size {
-		endpoints = append(endpoints, memberClientURL(c, memberName(c, i)))
+	ips, err := r.memberIPs(ctx, c)
+	if err != nil {
+		return err
+	}
+	// Only members whose pod has an address: the client would wait for
+	// the others until its deadline.
+	var endpoints []string
+	for i := range int(ptr.Deref(s.sts.Spec.Replicas, 0)) {
+		if name := memberName(c, i); ips[memberHost(c, name)] != "" {
+			endpoints = append(endpoints, memberClientURL(c, name))
+		}
 	}
 	if len(endpoints) == 0 {
+		s.obs.unreachable = errors.New("no member pod has an IP address yet")
+		s.requeueAfter(requeueUnreachable)
 		return nil
 	}
 	callCtx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	// No password: with auth on, etcd takes the user from the client
 	// certificate's common name, root.
-	dial, err := r.memberDialer(ctx, c)
-	if err != nil {
-		return err
-	}
-	cli, err := r.Connect(callCtx, etcd.Config{Endpoints: endpoints, TLS: s.tls, Dial: dial})
+	cli, err := r.Connect(callCtx, etcd.Config{Endpoints: endpoints, TLS: s.tls, Dial: dialer(ips)})
 	if err != nil {
 		return fmt.Errorf("connecting to etcd: %w", err)
 	}
 	defer func() { _ = cli.Close() }()
-	statuses, err := cli.Status(callCtx)
+	observeCtx, cancelObserve := context.WithTimeout(callCtx, observeTimeout)
+	defer cancelObserve()
+	statuses, err := cli.Status(observeCtx)
 	if err != nil {
 		s.obs.unreachable = err
 		s.requeueAfter(requeueUnreachable)
@@ -98,14 +110,10 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// memberDialer connects to members at their pods' IPs, read from the
-// apiserver (the manager does not cache these pods), and to other addresses
-// through DNS. The cluster DNS may deny that a new member's name exists for
-// as long as it caches negative answers (30s by default): etcd asks for it
-// as soon as the member is added, before its pod exists. The certificates
-// are still checked against the members' names. It also lets a manager
-// outside the cluster reach the members, where pod IPs are routed.
-func (r *Reconciler) memberDialer(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (func(context.Context, string) (net.Conn, error), error) {
+// memberIPs returns the IP of each member pod that has one, by the
+// member's DNS name. The pods are read from the apiserver: the manager does
+// not cache them.
+func (r *Reconciler) memberIPs(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (map[string]string, error) {
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
 		return nil, fmt.Errorf("listing member pods: %w", err)
@@ -116,15 +124,25 @@ func (r *Reconciler) memberDialer(ctx context.Context, c *etcdv1alpha1.EtcdClust
 			ips[memberHost(c, p.Name)] = p.Status.PodIP
 		}
 	}
-	var dialer net.Dialer
+	return ips, nil
+}
+
+// dialer connects to members at their pods' IPs, and to other addresses
+// through DNS. The cluster DNS may deny that a new member's name exists for
+// as long as it caches negative answers (30s by default): etcd asks for it
+// as soon as the member is added, before its pod exists. The certificates
+// are still checked against the members' names. It also lets a manager
+// outside the cluster reach the members, where pod IPs are routed.
+func dialer(ips map[string]string) func(context.Context, string) (net.Conn, error) {
+	var d net.Dialer
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		if host, port, err := net.SplitHostPort(addr); err == nil {
 			if ip, ok := ips[host]; ok {
 				addr = net.JoinHostPort(ip, port)
 			}
 		}
-		return dialer.DialContext(ctx, "tcp", addr)
-	}, nil
+		return d.DialContext(ctx, "tcp", addr)
+	}
 }
 
 // takeStep makes the change next, records it as an Event, and returns the

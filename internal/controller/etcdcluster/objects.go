@@ -103,6 +103,9 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope, size int32, 
 	if ptr.Deref(sts.Spec.Replicas, 0) == size && sts.Annotations[annotationTemplateHash] == want.Annotations[annotationTemplateHash] {
 		return nil
 	}
+	// A patch without a resourceVersion: Tend is the only writer of these
+	// fields, and a cache that lags our last write must not fail the pass.
+	patch := client.MergeFrom(sts)
 	sts = sts.DeepCopy()
 	sts.Spec.Replicas = ptr.To(size)
 	sts.Spec.Template = want.Spec.Template
@@ -110,7 +113,7 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope, size int32, 
 		sts.Annotations = map[string]string{}
 	}
 	sts.Annotations[annotationTemplateHash] = want.Annotations[annotationTemplateHash]
-	if err := r.Update(ctx, sts); err != nil {
+	if err := r.Patch(ctx, sts, patch); err != nil {
 		return fmt.Errorf("updating StatefulSet %s: %w", sts.Name, err)
 	}
 	s.sts = sts

@@ -2,7 +2,6 @@ package etcdcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -15,37 +14,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/manager"
 	"github.com/tend-dev/tend/internal/testenv"
 )
 
 // The suite runs the etcdcluster controller through the manager's assembly
 // against a real apiserver. envtest runs no kubelet, so no member pod ever
-// starts: the tests cover what Tend makes and reports before etcd answers,
-// and the e2e tests cover the membership on a real node. The controller's
+// gets an IP, and Tend never calls etcd: the tests cover what it makes and
+// reports before etcd answers, and the e2e tests cover the membership on a
+// real node. The controller's
 // clock is a fake one that the certificate test moves on.
 
 var (
 	env   = testenv.New()
 	fakeClock = clocktesting.NewFakeClock(time.Now())
 )
-
-// errNoPods is what the etcd client meets in envtest, at once rather than
-// at its deadline: no member runs.
-var errNoPods = errors.New("envtest runs no pods, so no member answers")
-
-type unreachable struct{}
-
-func (unreachable) Status(context.Context) ([]etcd.MemberStatus, error) { return nil, errNoPods }
-func (unreachable) AddLearner(context.Context, string) (etcd.Member, error) {
-	return etcd.Member{}, errNoPods
-}
-func (unreachable) Promote(context.Context, etcd.MemberID) error    { return errNoPods }
-func (unreachable) Remove(context.Context, etcd.MemberID) error     { return errNoPods }
-func (unreachable) MoveLeader(context.Context, etcd.MemberID) error { return errNoPods }
-func (unreachable) EnableAuth(context.Context, string) error        { return errNoPods }
-func (unreachable) Close() error                                    { return nil }
 
 func TestMain(m *testing.M) {
 	if err := env.Start(); err != nil {
@@ -81,7 +64,6 @@ func startManager(ctx context.Context) error {
 				APIReader: mgr.GetAPIReader(),
 				Recorder:  mgr.GetEventRecorder("tend-etcdcluster"),
 				Clock:     fakeClock,
-				Connect:   func(context.Context, etcd.Config) (Members, error) { return unreachable{}, nil },
 			}
 			return r.SetupWithManager(mgr, 2)
 		},

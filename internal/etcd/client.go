@@ -116,7 +116,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		DialKeepAliveTimeout: keepAliveTimeout,
 		// No AutoSyncInterval: the endpoints stay the ones given.
 		DialOptions: dialOptions,
-		Logger: logger,
+		Logger:      logger,
 	})
 	if err != nil {
 		return nil, wrap(ctx, op, err, c.fallback.get())

@@ -9,8 +9,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
-	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	appsv1beta1 "github.com/tend-dev/tend/api/apps/v1beta1"
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 )
 

@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error 
 		}
 		cfg, err := clientTLS(secret)
 		if err != nil {
-			return fmt.Errorf("%w: Secret %s: %v", errTLSSecrets, name, err)
+			return fmt.Errorf("%w: Secret %s: %w", errTLSSecrets, name, err)
 		}
 		s.tls = cfg
 	}
@@ -103,7 +103,7 @@ func (r *Reconciler) issueCertificates(ctx context.Context, s *scope) error {
 	if _, _, err := parse(ca); err != nil {
 		// Replacing a CA would cut every member off from the others; only a
 		// person can decide that.
-		return fmt.Errorf("%w: the CA Secret %s is unreadable (%v); restore it, or delete it and every *-tls Secret of the cluster to issue new ones", errTLSSecrets, caSecretName(c), err)
+		return fmt.Errorf("%w: the CA Secret %s is unreadable (%w); restore it, or delete it and every *-tls Secret of the cluster to issue new ones", errTLSSecrets, caSecretName(c), err)
 	}
 	leaves := []struct {
 		name string

@@ -26,7 +26,7 @@ import (
 // clock is a fake one that the certificate test moves on.
 
 var (
-	env   = testenv.New()
+	env       = testenv.New()
 	fakeClock = clocktesting.NewFakeClock(time.Now())
 )
 

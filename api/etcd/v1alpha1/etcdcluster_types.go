@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // DefaultVersion is the etcd version of a cluster whose spec names none. It
@@ -17,7 +18,8 @@ const DefaultVersion = "v3.6.16"
 type EtcdClusterSpec struct {
 	// Replicas is the number of members, 1 to 9. Odd sizes tolerate the
 	// most failures for their size; an even size is accepted and reported
-	// with a Warning. Also the /scale subresource's spec.replicas.
+	// by the Degraded condition (reason EvenMembers). Also the /scale
+	// subresource's spec.replicas.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=9
@@ -120,8 +122,8 @@ type Storage struct {
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// Ephemeral keeps data in an emptyDir instead of a PersistentVolume: a
-	// member whose pod is deleted comes back empty and rejoins as a new
-	// member. For tests and caches only.
+	// member whose pod is deleted loses its data, and Tend replaces it with
+	// a new member. For tests and caches only.
 	// +kubebuilder:default=false
 	// +optional
 	Ephemeral bool `json:"ephemeral"`
@@ -206,10 +208,11 @@ type AutoCompactionMode string
 // Options are the etcd settings that Tend lets users tune; each maps to the
 // etcd flag of the same name.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.electionTimeoutMillis) || !has(self.heartbeatIntervalMillis) || self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="spec.options.electionTimeoutMillis should be at least 5 times heartbeatIntervalMillis, as etcd's tuning guide says"
+// +kubebuilder:validation:XValidation:rule="(has(self.electionTimeoutMillis) ? self.electionTimeoutMillis : 1000) >= 5 * (has(self.heartbeatIntervalMillis) ? self.heartbeatIntervalMillis : 100)",message="spec.options.electionTimeoutMillis (default 1000) should be at least 5 times heartbeatIntervalMillis (default 100), as etcd's tuning guide says"
 type Options struct {
 	// QuotaBackendBytes is the database size at which etcd raises a NOSPACE
-	// alarm (--quota-backend-bytes).
+	// alarm (--quota-backend-bytes). By default it is etcd's 2Gi, or three
+	// quarters of spec.storage.size when that is smaller.
 	// +optional
 	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`
 	// AutoCompactionMode is periodic or revision.
@@ -261,6 +264,12 @@ type Member struct {
 	// DBSize is the size of the member's database file.
 	// +optional
 	DBSize *resource.Quantity `json:"dbSize,omitempty"`
+	// VolumeUID is the UID of the PersistentVolumeClaim (with ephemeral
+	// storage, the pod) that held the member's data when Tend first saw it
+	// healthy. A member found on another one has lost its data, and Tend
+	// replaces it at once.
+	// +optional
+	VolumeUID types.UID `json:"volumeUID,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an EtcdCluster.

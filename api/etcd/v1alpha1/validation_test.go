@@ -88,7 +88,11 @@ func TestValidationOnCreate(t *testing.T) {
 			wantErr: "spec.tls.secrets is required when spec.tls.mode is Provided"},
 		{name: "election timeout too short", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
 			s.Options.HeartbeatIntervalMillis, s.Options.ElectionTimeoutMillis = ptr.To[int32](100), ptr.To[int32](200)
-		}, wantErr: "electionTimeoutMillis should be at least 5 times heartbeatIntervalMillis"},
+		}, wantErr: "electionTimeoutMillis (default 1000) should be at least 5 times heartbeatIntervalMillis"},
+		{name: "heartbeat alone too long for the default election timeout", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Options.HeartbeatIntervalMillis = ptr.To[int32](300)
+		}, wantErr: "electionTimeoutMillis (default 1000) should be at least 5 times heartbeatIntervalMillis"},
+		{name: "election timeout alone", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Options.ElectionTimeoutMillis = ptr.To[int32](2000) }},
 		{name: "replace after a minute", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
 			s.MemberReplacement.UnhealthyFor = &metav1.Duration{Duration: time.Minute}
 		}},

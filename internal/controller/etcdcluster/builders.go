@@ -77,9 +77,11 @@ func clientService(c *etcdv1alpha1.EtcdCluster) *corev1.Service {
 }
 
 // podDisruptionBudget lets voluntary disruptions (drains) take members down
-// only while a quorum stays up.
-func podDisruptionBudget(c *etcdv1alpha1.EtcdCluster) *policyv1.PodDisruptionBudget {
-	minAvailable := intstr.FromInt32(quorum(replicas(c)))
+// only while a quorum stays up: a quorum of members, the spec's number or
+// the number that exist, whichever is larger (while scaling in, the members
+// about to leave still count).
+func podDisruptionBudget(c *etcdv1alpha1.EtcdCluster, members int32) *policyv1.PodDisruptionBudget {
+	minAvailable := intstr.FromInt32(quorum(max(replicas(c), members)))
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: meta(c, pdbName(c)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -142,7 +144,7 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 		// while the cluster DNS still caches an older answer for its IP.
 		{Name: skipPeerSANVerification(c), Value: "true"},
 	}
-	env = append(env, tuning(c.Spec.Options)...)
+	env = append(env, tuning(c)...)
 
 	secrets := tlsSecretsOf(c)
 	volumes := []corev1.Volume{
@@ -285,12 +287,23 @@ func minor(version string) int {
 	return n
 }
 
+// etcdDefaultQuota is etcd's own --quota-backend-bytes default.
+const etcdDefaultQuota = 2 << 30
+
 // tuning turns the spec's options into etcd's environment settings.
-func tuning(o etcdv1alpha1.Options) []corev1.EnvVar {
+func tuning(c *etcdv1alpha1.EtcdCluster) []corev1.EnvVar {
+	o := c.Spec.Options
 	var env []corev1.EnvVar
 	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
-	if o.QuotaBackendBytes != nil {
+	switch {
+	case o.QuotaBackendBytes != nil:
 		add("ETCD_QUOTA_BACKEND_BYTES", strconv.FormatInt(o.QuotaBackendBytes.Value(), 10))
+	case !c.Spec.Storage.Ephemeral && c.Spec.Storage.Size != nil && c.Spec.Storage.Size.Value()*3/4 < etcdDefaultQuota:
+		// The database must reach its quota (and raise NOSPACE, which
+		// keeps it readable) before the volume fills (which stops the
+		// member): leave a quarter of the volume for the WAL and
+		// snapshots.
+		add("ETCD_QUOTA_BACKEND_BYTES", strconv.FormatInt(c.Spec.Storage.Size.Value()*3/4, 10))
 	}
 	if o.AutoCompactionMode != "" {
 		add("ETCD_AUTO_COMPACTION_MODE", string(o.AutoCompactionMode))

@@ -131,7 +131,7 @@ func TestServicesAndBudget(t *testing.T) {
 	g.Expect(client.Spec.PublishNotReadyAddresses).To(BeFalse())
 	g.Expect(client.Spec.Ports).To(HaveLen(1))
 	g.Expect(clientEndpoint(c)).To(Equal("https://main-client.db.svc:2379"))
-	pdb := podDisruptionBudget(c)
+	pdb := podDisruptionBudget(c, 3)
 	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(3), "a quorum of 5 stays up")
 }
 
@@ -145,5 +145,38 @@ func TestStatefulSetSkipsPeerReverseDNSPerVersion(t *testing.T) {
 		c := testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = version })
 		env := envOf(statefulSet(c, 3, Bootstrap{Members: []string{"main-0"}, State: "new"}))
 		g.Expect(env).To(HaveKeyWithValue(key, "true"), version)
+	}
+}
+
+func TestBudgetCountsMembersAboutToLeave(t *testing.T) {
+	g := NewWithT(t)
+	c := testCluster(nil) // 3 wanted
+	g.Expect(podDisruptionBudget(c, 5).Spec.MinAvailable.IntValue()).To(Equal(3), "scaling in from 5")
+	g.Expect(podDisruptionBudget(c, 1).Spec.MinAvailable.IntValue()).To(Equal(2), "scaling out from 1")
+	g.Expect(podDisruptionBudget(c, 0).Spec.MinAvailable.IntValue()).To(Equal(2), "nothing observed yet")
+}
+
+func TestQuotaFitsTheVolume(t *testing.T) {
+	g := NewWithT(t)
+	for _, tc := range []struct {
+		name  string
+		spec  func(*etcdv1alpha1.EtcdClusterSpec)
+		quota string // "" for etcd's default
+	}{
+		{name: "1Gi volume", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("1Gi")) }, quota: "805306368"},
+		{name: "8Gi volume keeps etcd's 2Gi", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("8Gi")) }},
+		{name: "ephemeral", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Storage.Size, s.Storage.Ephemeral = ptr.To(resource.MustParse("1Gi")), true
+		}},
+		{name: "the user's", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Storage.Size, s.Options.QuotaBackendBytes = ptr.To(resource.MustParse("1Gi")), ptr.To(resource.MustParse("100Mi"))
+		}, quota: "104857600"},
+	} {
+		env := envOf(statefulSet(testCluster(tc.spec), 3, Bootstrap{Members: []string{"main-0"}, State: "new"}))
+		if tc.quota == "" {
+			g.Expect(env).NotTo(HaveKey("ETCD_QUOTA_BACKEND_BYTES"), tc.name)
+			continue
+		}
+		g.Expect(env).To(HaveKeyWithValue("ETCD_QUOTA_BACKEND_BYTES", tc.quota), tc.name)
 	}
 }

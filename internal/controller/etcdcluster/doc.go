@@ -3,8 +3,14 @@
 // PodDisruptionBudget, and an init Job, then keeps the etcd membership in
 // line through internal/etcd, one safe step per pass.
 //
-// The desired objects are built by pure functions (names.go, builders.go,
-// pki.go) with table tests; decisions about membership are pure checks in
-// internal/etcd. The package must not wait in a loop for etcd: every pass
-// does one step and requeues.
+// A pass (reconcile.go) runs phases in order: certificates and the root
+// Secret (secrets.go, pki.go), Services, budget and StatefulSet (objects.go),
+// the membership through etcd (members.go) with the next step chosen by
+// planMembers (plan.go), and the init Job (objects.go, job.go); status.go
+// computes the status from what the pass saw. The desired objects are built
+// by pure functions (names.go, builders.go, job.go, pki.go) with table
+// tests; every membership decision is a pure check in internal/etcd or
+// plan.go. The package must not wait in a loop for etcd: every pass does at
+// most one membership step and requeues. Version upgrades, backups and
+// deletion policies are not here yet.
 package etcdcluster

@@ -35,10 +35,14 @@ const annotationMemberID = "etcd.tend.dev/member-id"
 // membership change. It leaves its client in s for later phases.
 func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	c := s.cluster
-	ips, err := r.memberIPs(ctx, c)
+	if s.sts == nil {
+		return nil // paused before it was made
+	}
+	data, err := r.observeData(ctx, c)
 	if err != nil {
 		return err
 	}
+	ips := data.ips
 	// Only members whose pod has an address: the client would wait for
 	// the others until its deadline.
 	var endpoints []string
@@ -69,7 +73,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 		s.requeueAfter(requeueUnreachable)
 		return nil
 	}
-	views := viewsOf(c, statuses, s.now)
+	views := markDataLoss(viewsOf(c, statuses, s.now), c.Status.Members, data)
 	s.obs.members = views
 	all, sts := split(views)
 	s.obs.healthyQuorum = etcd.HealthyQuorum(all, sts)
@@ -103,28 +107,11 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	if err := r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views)); err != nil {
 		return err
 	}
-	if err := r.reconcileVolumes(ctx, s, views); err != nil {
+	if err := r.reconcileVolumes(ctx, s, views, data.pvcs); err != nil {
 		return err
 	}
 	s.requeueAfter(healthRequeue(c, views, s.now))
 	return nil
-}
-
-// memberIPs returns the IP of each member pod that has one, by the
-// member's DNS name. The pods are read from the apiserver: the manager does
-// not cache them.
-func (r *Reconciler) memberIPs(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (map[string]string, error) {
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
-		return nil, fmt.Errorf("listing member pods: %w", err)
-	}
-	ips := map[string]string{}
-	for _, p := range pods.Items {
-		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			ips[memberHost(c, p.Name)] = p.Status.PodIP
-		}
-	}
-	return ips, nil
 }
 
 // dialer connects to members at their pods' IPs, and to other addresses
@@ -244,60 +231,6 @@ func (r *Reconciler) enableAuth(ctx context.Context, s *scope, cli Members) erro
 	return nil
 }
 
-// reconcileVolumes keeps the members' volumes true to the membership:
-//   - a volume is marked with the ID of the member that was seen healthy
-//     on it;
-//   - a volume marked for a member that is no longer in etcd holds data
-//     that must not start again: it is deleted with its pod, and the pod
-//     comes back with an empty one;
-//   - a volume beyond the StatefulSet's size (a member scaled in) is
-//     deleted.
-func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope, views []memberView) error {
-	c := s.cluster
-	if c.Spec.Storage.Ephemeral {
-		return nil
-	}
-	var pvcs corev1.PersistentVolumeClaimList
-	if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
-		return fmt.Errorf("listing volume claims: %w", err)
-	}
-	byOrdinal := map[int]memberView{}
-	for _, v := range views {
-		byOrdinal[v.Ordinal] = v
-	}
-	size := int(ptr.Deref(s.sts.Spec.Replicas, 0))
-	for i := range pvcs.Items {
-		pvc := &pvcs.Items[i]
-		ordinal, ok := isMemberPVC(c, pvc)
-		if !ok || pvc.DeletionTimestamp != nil {
-			continue
-		}
-		member, hasMember := byOrdinal[ordinal]
-		marked := pvc.Annotations[annotationMemberID]
-		switch {
-		case ordinal >= size && !hasMember:
-			if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting volume claim %s of a removed member: %w", pvc.Name, err)
-			}
-			r.event(c, corev1.EventTypeNormal, "VolumeDeleted", "DeleteVolume", "Deleted volume claim %s: its member was removed", pvc.Name)
-		case marked != "" && (!hasMember || marked != member.ID.String()):
-			if err := r.deleteMemberData(ctx, s, ordinal); err != nil {
-				return err
-			}
-		case hasMember && member.Healthy && marked != member.ID.String():
-			patch := client.MergeFrom(pvc.DeepCopy())
-			if pvc.Annotations == nil {
-				pvc.Annotations = map[string]string{}
-			}
-			pvc.Annotations[annotationMemberID] = member.ID.String()
-			if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("marking volume claim %s: %w", pvc.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
 // deleteMemberData deletes the member's volume claim and then its pod: the
 // claim stays until the pod is gone, and the StatefulSet then makes both
 // anew, empty.
@@ -318,7 +251,8 @@ func (r *Reconciler) deleteMemberData(ctx context.Context, s *scope, ordinal int
 }
 
 // viewsOf places the members etcd reports in the StatefulSet and times
-// their ill health from the last status.
+// their ill health from the last status (for a learner that has not
+// started, the time since Tend first saw it).
 func viewsOf(c *etcdv1alpha1.EtcdCluster, statuses []etcd.MemberStatus, now time.Time) []memberView {
 	views := make([]memberView, 0, len(statuses))
 	for _, st := range statuses {
@@ -329,7 +263,7 @@ func viewsOf(c *etcdv1alpha1.EtcdCluster, statuses []etcd.MemberStatus, now time
 		if i, ok := memberOrdinal(c, v.Name); ok {
 			v.Ordinal = i
 		}
-		if !st.Healthy && !st.IsLearner {
+		if !st.Healthy {
 			v.UnhealthySince = unhealthySince(c, v.Name, st.ID.String(), now)
 		}
 		views = append(views, v)

@@ -44,7 +44,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) error {
 			return fmt.Errorf("writing Service %s: %w", want.Name, err)
 		}
 	}
-	want := podDisruptionBudget(c)
+	want := podDisruptionBudget(c, c.Status.Replicas)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: want.ObjectMeta}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, pdb, func() error {
 		pdb.Labels = want.Labels
@@ -71,20 +71,37 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading StatefulSet %s: %w", statefulSetName(c), err)
 	}
-	n := replicas(c)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = memberName(c, i)
+	if c.Spec.Paused {
+		return nil
 	}
-	sts = statefulSet(c, n, Bootstrap{Members: names, State: "new"})
+	n, boot := replicas(c), Bootstrap{State: "new"}
+	for i := range n {
+		boot.Members = append(boot.Members, memberName(c, int(i)))
+	}
+	if len(c.Status.Members) > 0 {
+		// The cluster exists and only its StatefulSet was lost: members
+		// with data rejoin it, empty ones join it (and are replaced).
+		n, boot = int32(0), Bootstrap{State: "existing"}
+		for _, m := range c.Status.Members {
+			if i, ok := memberOrdinal(c, m.Name); ok {
+				n = max(n, int32(i)+1)
+				boot.Members = append(boot.Members, m.Name)
+			}
+		}
+	}
+	sts = statefulSet(c, n, boot)
 	if err := stampTemplate(sts); err != nil {
 		return err
 	}
 	if err := r.createOwned(ctx, c, sts); err != nil {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, "Creating", "CreateStatefulSet", "Created StatefulSet %s: %d members form the cluster together", sts.Name, n)
 	s.sts = sts
+	if boot.State == "existing" {
+		r.event(c, corev1.EventTypeWarning, "StatefulSetRecreated", "CreateStatefulSet", "Recreated the missing StatefulSet %s for the %d known members", sts.Name, len(boot.Members))
+		return nil
+	}
+	r.event(c, corev1.EventTypeNormal, "Creating", "CreateStatefulSet", "Created StatefulSet %s: %d members form the cluster together", sts.Name, n)
 	s.obs.creating = true
 	s.requeueAfter(requeueUnreachable)
 	return nil

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
 )
@@ -22,6 +24,11 @@ type memberView struct {
 	// UnhealthySince is when the member was first seen unhealthy in its
 	// current spell; zero while it is healthy.
 	UnhealthySince time.Time
+	// DataHolder is the UID of the volume claim (or ephemeral pod) that
+	// held the member's data when it was first seen healthy; DataLost is
+	// set when the member has another one now (see markDataLoss).
+	DataHolder types.UID
+	DataLost   bool
 }
 
 // stepKind is a membership change, or the lack of one.
@@ -66,7 +73,8 @@ func replacementOf(c *etcdv1alpha1.EtcdCluster) replacementPolicy {
 // planMembers decides the next membership change towards desired members,
 // one at a time and only when internal/etcd's checks allow it:
 //  1. a pending learner is promoted once caught up (or removed, if the spec
-//     no longer wants it): nothing else happens while one is pending;
+//     no longer wants it or it has not joined for learnerDeadline): nothing
+//     else happens while one is pending;
 //  2. members beyond the spec leave, the highest ordinal first, after
 //     handing away the leadership;
 //  3. a voting member unhealthy for longer than the policy allows is
@@ -85,6 +93,10 @@ func planMembers(c *etcdv1alpha1.EtcdCluster, members []memberView, now time.Tim
 		if m.Ordinal < 0 || m.Ordinal >= desired {
 			return step{kind: stepRemove, member: m, reason: etcdv1alpha1.ReasonScalingIn,
 				message: fmt.Sprintf("Removing learner %s: the spec wants %d members", m.Name, desired)}
+		}
+		if !m.UnhealthySince.IsZero() && now.Sub(m.UnhealthySince) >= learnerDeadline(policy) {
+			return step{kind: stepRemove, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers,
+				message: fmt.Sprintf("Removing learner %s, not started or healthy since %s, to add it again", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339))}
 		}
 		if err := etcd.CanPromote(all, statuses, m.ID); err != nil {
 			return step{kind: stepWait, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers,
@@ -139,21 +151,45 @@ func planMembers(c *etcdv1alpha1.EtcdCluster, members []memberView, now time.Tim
 func planReplacement(members []memberView, all []etcd.Member, statuses []etcd.MemberStatus, policy replacementPolicy, now time.Time) (step, bool) {
 	var due []memberView
 	for _, m := range members {
-		if !m.IsLearner && m.Ordinal >= 0 && !m.UnhealthySince.IsZero() && now.Sub(m.UnhealthySince) >= policy.after {
+		if m.IsLearner || m.Ordinal < 0 {
+			continue
+		}
+		if m.DataLost || (!m.UnhealthySince.IsZero() && now.Sub(m.UnhealthySince) >= policy.after) {
 			due = append(due, m)
 		}
 	}
 	if len(due) == 0 {
 		return step{}, false
 	}
-	slices.SortFunc(due, func(a, b memberView) int { return a.UnhealthySince.Compare(b.UnhealthySince) })
+	// Lost data first, then the longest unhealthy.
+	slices.SortFunc(due, func(a, b memberView) int {
+		if a.DataLost != b.DataLost {
+			if a.DataLost {
+				return -1
+			}
+			return 1
+		}
+		return a.UnhealthySince.Compare(b.UnhealthySince)
+	})
 	m := due[0]
+	why := fmt.Sprintf("unhealthy since %s", m.UnhealthySince.UTC().Format(time.RFC3339))
+	if m.DataLost {
+		why = "which lost its data (its volume is not the one it had)"
+	}
 	if err := etcd.CanRemove(all, statuses, m.ID); err != nil {
 		return step{kind: stepWait, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers,
-			message: fmt.Sprintf("Member %s has been unhealthy since %s, but cannot be replaced: %v", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339), err)}, true
+			message: fmt.Sprintf("Member %s, %s, cannot be replaced yet: %v", m.Name, why, err)}, true
 	}
 	return step{kind: stepReplace, member: m, ordinal: m.Ordinal, reason: etcdv1alpha1.ReasonReplacingMember,
-		message: fmt.Sprintf("Replacing member %s, unhealthy since %s, with a new member with empty data", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339))}, true
+		message: fmt.Sprintf("Replacing member %s, %s, with a new member with empty data", m.Name, why)}, true
+}
+
+// learnerDeadline is how long a learner may stay unstarted or unhealthy
+// before it is removed and added again (its pod and volume made anew): a
+// learner that never joins, such as one whose pod cannot be scheduled,
+// must not hold up every other change for good.
+func learnerDeadline(policy replacementPolicy) time.Duration {
+	return max(policy.after, 5*time.Minute)
 }
 
 // freeOrdinal is the lowest ordinal that no member holds.

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -52,6 +53,12 @@ func learnerAt(i int, started bool, applied uint64) memberView {
 	return m
 }
 
+// stuck is m, unhealthy since the given time.
+func stuck(m memberView, since time.Time) memberView {
+	m.UnhealthySince = since
+	return m
+}
+
 func TestPlanMembers(t *testing.T) {
 	five := func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To[int32](5) }
 	one := func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To[int32](1) }
@@ -84,6 +91,10 @@ func TestPlanMembers(t *testing.T) {
 			members: []memberView{member(0, 0), member(1, 0), member(2, 0), learnerAt(3, false, 0)}, kind: stepWait, subject: "main-3"},
 		{name: "one learner at a time, even with members missing", spec: five,
 			members: []memberView{member(0, 0), member(1, 0), member(2, 0), learnerAt(3, false, 0)}, kind: stepWait},
+		{name: "a learner that never joins is removed after the deadline", spec: five,
+			members: []memberView{member(0, 0), member(1, 0), member(2, 0), stuck(learnerAt(3, false, 0), t0.Add(-5*time.Minute))}, kind: stepRemove, subject: "main-3"},
+		{name: "a learner is given until the deadline", spec: five,
+			members: []memberView{member(0, 0), member(1, 0), member(2, 0), stuck(learnerAt(3, false, 0), t0.Add(-4*time.Minute))}, kind: stepWait, subject: "main-3"},
 		{name: "a learner the spec no longer wants is removed",
 			members: []memberView{member(0, 0), member(1, 0), member(2, 0), learnerAt(3, false, 0)}, kind: stepRemove, subject: "main-3"},
 		{name: "scale in removes the highest ordinal",
@@ -179,7 +190,7 @@ func TestViewsOfTimesIllHealth(t *testing.T) {
 	g.Expect(views[2].UnhealthySince).To(Equal(t0), "a new member starts a new spell")
 	g.Expect(views[3].Name).To(Equal("main-3"), "a learner's name comes from its peer URL")
 	g.Expect(views[3].Ordinal).To(Equal(3))
-	g.Expect(views[3].UnhealthySince.IsZero()).To(BeTrue(), "a pending learner is not ill")
+	g.Expect(views[3].UnhealthySince).To(Equal(t0), "a learner is timed from when Tend first saw it")
 }
 
 func TestHealthRequeue(t *testing.T) {
@@ -188,4 +199,43 @@ func TestHealthRequeue(t *testing.T) {
 	g.Expect(healthRequeue(c, []memberView{member(0, 0)}, t0)).To(Equal(requeueSteady))
 	g.Expect(healthRequeue(c, []memberView{sick(1, t0)}, t0)).To(Equal(requeueUnreachable))
 	g.Expect(healthRequeue(c, []memberView{sick(1, t0.Add(-5*time.Minute+time.Second))}, t0)).To(Equal(time.Second))
+}
+
+func TestMarkDataLoss(t *testing.T) {
+	g := NewWithT(t)
+	healthy, down := member(0, 0), sick(1, t0)
+	fresh := member(2, 0)
+	pending := learnerAt(3, false, 0)
+	last := []etcdv1alpha1.Member{
+		{Name: "main-0", ID: healthy.ID.String(), VolumeUID: "pvc-0"},
+		{Name: "main-1", ID: down.ID.String(), VolumeUID: "pvc-1"},
+		{Name: "main-3", ID: "123", VolumeUID: "pvc-3-old"}, // a member of that name before
+	}
+	data := memberData{holders: map[string]types.UID{"main-0": "pvc-0", "main-1": "pvc-1-new", "main-2": "pvc-2", "main-3": "pvc-3"}}
+	views := markDataLoss([]memberView{healthy, down, fresh, pending}, last, data)
+
+	g.Expect(views[0].DataHolder).To(Equal(types.UID("pvc-0")))
+	g.Expect(views[0].DataLost).To(BeFalse(), "same volume")
+	g.Expect(views[1].DataHolder).To(Equal(types.UID("pvc-1")), "the record is kept")
+	g.Expect(views[1].DataLost).To(BeTrue(), "the volume it had is gone")
+	g.Expect(views[2].DataHolder).To(Equal(types.UID("pvc-2")), "first seen healthy: recorded")
+	g.Expect(views[3].DataHolder).To(BeEmpty(), "not healthy yet, and the old record is another member's")
+	g.Expect(views[3].DataLost).To(BeFalse())
+
+	// A claim being deleted, or not made yet, proves nothing.
+	views = markDataLoss([]memberView{member(1, 0)}, last[1:2], memberData{holders: map[string]types.UID{}})
+	g.Expect(views[0].DataLost).To(BeFalse())
+}
+
+func TestPlanReplacesLostDataAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	lost := member(2, 0) // answers, from an empty data directory
+	lost.DataLost = true
+	got := planMembers(testCluster(nil), []memberView{member(0, 0), member(1, 0), lost}, t0)
+	g.Expect(got.kind).To(Equal(stepReplace))
+	g.Expect(got.member.Name).To(Equal("main-2"))
+	g.Expect(got.message).To(ContainSubstring("lost its data"))
+
+	manual := testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) { s.MemberReplacement.Policy = etcdv1alpha1.ReplacementManual })
+	g.Expect(planMembers(manual, []memberView{member(0, 0), member(1, 0), lost}, t0).kind).To(Equal(stepNone), "Manual reports, and leaves it")
 }

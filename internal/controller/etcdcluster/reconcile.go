@@ -101,8 +101,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if err := r.reconcileRootSecret(ctx, s); err != nil {
 		return err
 	}
-	if err := r.reconcileServices(ctx, s); err != nil {
-		return err
+	if !s.cluster.Spec.Paused {
+		if err := r.reconcileServices(ctx, s); err != nil {
+			return err
+		}
 	}
 	if err := r.reconcileStatefulSet(ctx, s); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/etcd"
 )
 
 // Keys of the root credential Secret.
@@ -63,6 +64,10 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error 
 		if err != nil {
 			return fmt.Errorf("%w: Secret %s: %w", errTLSSecrets, name, err)
 		}
+		if cn := cfg.Certificates[0].Leaf.Subject.CommonName; c.Spec.Auth.Enabled && cn != etcd.RootUser {
+			return fmt.Errorf("%w: Secret %s holds a certificate for %q; with spec.auth.enabled it must be for %q: etcd takes the user from it, and Tend acts as root",
+				errTLSSecrets, name, cn, etcd.RootUser)
+		}
 		s.tls = cfg
 	}
 	return nil
@@ -103,7 +108,7 @@ func (r *Reconciler) issueCertificates(ctx context.Context, s *scope) error {
 	if _, _, err := parse(ca); err != nil {
 		// Replacing a CA would cut every member off from the others; only a
 		// person can decide that.
-		return fmt.Errorf("%w: the CA Secret %s is unreadable (%w); restore it, or delete it and every *-tls Secret of the cluster to issue new ones", errTLSSecrets, caSecretName(c), err)
+		return fmt.Errorf("%w: the CA Secret %s is unreadable (%w); restore it. A new CA (delete the Secret) cuts the members off from each other until every member pod is restarted", errTLSSecrets, caSecretName(c), err)
 	}
 	leaves := []struct {
 		name string

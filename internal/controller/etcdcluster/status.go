@@ -43,7 +43,10 @@ func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time
 	st.ClientEndpoint = clientEndpoint(c)
 	st.Selector = klabels.SelectorFromSet(selector(c)).String()
 
-	if obs.members != nil {
+	switch {
+	case obs.tlsProblem != "":
+		// Tend could not look: what was known stays as it was.
+	case obs.members != nil:
 		st.Members = membersStatus(obs.members)
 		st.Replicas = int32(len(obs.members))
 		st.Leader, st.CurrentVersion = "", lowestVersion(obs.members)
@@ -52,7 +55,7 @@ func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time
 				st.Leader = m.Name
 			}
 		}
-	} else {
+	default:
 		// Nobody answered: what was known stays, but nothing is healthy.
 		for i := range st.Members {
 			m := &st.Members[i]
@@ -95,22 +98,18 @@ func setAvailable(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1
 	}
 	health := fmt.Sprintf("%d of %d voting members are healthy", st.ReadyMembers, voters)
 	switch {
+	case obs.tlsProblem != "":
+		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonInvalidTLSSecrets, "Tend cannot check the members without its client certificate; see Degraded")
 	case obs.members == nil && obs.job == jobNone:
 		msg := "Waiting for the members to start and form the cluster"
 		if obs.unreachable != nil {
 			msg += ": " + obs.unreachable.Error()
-		}
-		if obs.tlsProblem != "" {
-			msg = "Cannot start the members: " + obs.tlsProblem
 		}
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping, msg)
 	case obs.members == nil:
 		msg := "No member answered"
 		if obs.unreachable != nil {
 			msg += ": " + obs.unreachable.Error()
-		}
-		if obs.tlsProblem != "" {
-			msg = "Cannot reach the members: " + obs.tlsProblem
 		}
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonUnreachable,
 			msg+fmt.Sprintf(". Check the member pods: kubectl get pods -n %s -l %s=%s", c.Namespace, LabelCluster, c.Name))
@@ -133,6 +132,8 @@ func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	switch {
 	case c.Spec.Paused:
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonPaused, "spec.paused is true: Tend changes nothing until it is false")
+	case obs.tlsProblem != "":
+		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonInvalidTLSSecrets, "Tend cannot act on the members without its client certificate; see Degraded")
 	case obs.creating || (obs.members == nil && obs.job == jobNone):
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonCreating, fmt.Sprintf("Creating the cluster: %d members start together", replicas(c)))
 	case obs.members == nil:
@@ -153,7 +154,10 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 				alarms = append(alarms, e)
 			}
 		}
-		if !m.Healthy && !m.IsLearner {
+		switch {
+		case m.DataLost:
+			unhealthy = append(unhealthy, m.Name+" lost its data (its volume is not the one it had)")
+		case !m.Healthy && !m.IsLearner:
 			why := "no answer"
 			if m.Err != nil {
 				why = m.Err.Error()
@@ -195,10 +199,11 @@ func phaseOf(c *etcdv1alpha1.EtcdCluster, conds []metav1.Condition) string {
 	switch {
 	case c.Spec.Paused:
 		return etcdv1alpha1.PhasePaused
+	case degraded.Status == metav1.ConditionTrue && degraded.Reason != etcdv1alpha1.ReasonEvenMembers:
+		return etcdv1alpha1.PhaseDegraded
 	case available.Reason == etcdv1alpha1.ReasonBootstrapping:
 		return etcdv1alpha1.PhaseCreating
-	case available.Status != metav1.ConditionTrue,
-		degraded.Status == metav1.ConditionTrue && degraded.Reason != etcdv1alpha1.ReasonEvenMembers:
+	case available.Status != metav1.ConditionTrue:
 		return etcdv1alpha1.PhaseDegraded
 	case progressing.Status == metav1.ConditionTrue:
 		return etcdv1alpha1.PhaseScaling
@@ -217,6 +222,8 @@ func membersStatus(views []memberView) []etcdv1alpha1.Member {
 			Leader:  v.IsLeader(),
 			Learner: v.IsLearner,
 			Healthy: v.Healthy,
+
+			VolumeUID: v.DataHolder,
 		}
 		if !v.UnhealthySince.IsZero() {
 			m.UnhealthySince = &metav1.Time{Time: v.UnhealthySince.Truncate(time.Second)}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -123,3 +125,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, controllers []Cont
 // Every controller records Events through the manager's recorder.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// WithLabel restricts a cache to the objects that carry the label key, with
+// any value: a controller's way to keep, say, only its own pods in memory.
+// key must be a valid label key; it is a constant in every caller.
+func WithLabel(key string) cache.ByObject {
+	has, err := labels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		panic(fmt.Sprintf("cache restriction on label %q: %v", key, err))
+	}
+	return cache.ByObject{Label: labels.NewSelector().Add(*has)}
+}

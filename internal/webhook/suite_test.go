@@ -10,10 +10,6 @@ import (
 	"testing"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/tend-dev/tend/internal/manager"
 	"github.com/tend-dev/tend/internal/testenv"
 )
 
@@ -28,26 +24,7 @@ var (
 	probeURL string
 )
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	if err := env.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		os.Exit(1)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	code := 1
-	if err := startManager(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "starting the manager: %v\n", err)
-	} else {
-		code = m.Run()
-	}
-	stop()
-	if err := env.Stop(); err != nil && code == 0 {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(env.RunWith(m, startManager)) }
 
 // startManager starts the manager and returns once it is ready, which is
 // once its webhook serves.
@@ -57,19 +34,9 @@ func startManager(ctx context.Context) error {
 		return err
 	}
 	probeURL = "http://" + probe
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", probe
-	opts.Webhook = env.WebhookOptions()
-	mgr, err := manager.New(env.Config, opts, nil)
-	if err != nil {
+	if err := env.StartManager(ctx, probe, nil); err != nil {
 		return err
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-			os.Exit(1)
-		}
-	}()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		_, err := get(probeURL + "/readyz")

@@ -11,8 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	klabels "k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -53,6 +51,9 @@ type Options struct {
 	// benchmark sets 10s to run the anchor design (one change per fixed
 	// requeue, as etcd-io/etcd-operator does).
 	MemberChangeInterval time.Duration
+	// Clock times member health and certificate renewal; nil is the real
+	// clock. Tests set a fake one; no flag does.
+	Clock clock.PassiveClock
 }
 
 // DefaultOptions returns the settings used when no flag is given.
@@ -67,13 +68,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 
 // PVCCache restricts the manager's cache of PersistentVolumeClaims to the
 // members' volumes, which carry the cluster label.
-func PVCCache() cache.ByObject {
-	has, err := klabels.NewRequirement(LabelCluster, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant key; cannot fail
-	}
-	return cache.ByObject{Label: klabels.NewSelector().Add(*has)}
-}
+func PVCCache() cache.ByObject { return manager.WithLabel(LabelCluster) }
 
 // Controller returns the etcdcluster controller for the manager's registry.
 // opts is read when the manager starts, after the flags are parsed.
@@ -87,6 +82,7 @@ func Controller(opts *Options) manager.Controller {
 				APIReader:            mgr.GetAPIReader(),
 				Recorder:             mgr.GetEventRecorder("tend-etcdcluster"),
 				MemberChangeInterval: opts.MemberChangeInterval,
+				Clock:                opts.Clock,
 			}
 			return r.SetupWithManager(mgr, opts.Workers)
 		},

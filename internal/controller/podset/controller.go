@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -57,13 +55,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 
 // PodCache restricts the manager's pod cache to pods that carry the PodSet
 // label, so that memory grows with the PodSets' pods, not the cluster's.
-func PodCache() cache.ByObject {
-	has, err := labels.NewRequirement(appsv1alpha1.LabelPodSet, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant key; cannot fail
-	}
-	return cache.ByObject{Label: labels.NewSelector().Add(*has)}
-}
+func PodCache() cache.ByObject { return manager.WithLabel(appsv1alpha1.LabelPodSet) }
 
 // Controller returns the podset controller for the manager's registry. opts
 // is read when the manager starts, after the flags are parsed.

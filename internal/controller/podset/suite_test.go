@@ -2,7 +2,6 @@ package podset
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -12,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 	"github.com/tend-dev/tend/internal/manager"
@@ -32,42 +29,10 @@ import (
 var env = testenv.New()
 
 func TestMain(m *testing.M) {
-	if err := env.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		os.Exit(1)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	code := 1
-	if err := startManager(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "starting the manager: %v\n", err)
-	} else {
-		code = m.Run()
-	}
-	stop()
-	if err := env.Stop(); err != nil && code == 0 {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		code = 1
-	}
-	os.Exit(code)
-}
-
-func startManager(ctx context.Context) error {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.Webhook = env.WebhookOptions()
-	podsetOpts := DefaultOptions()
-	mgr, err := manager.New(env.Config, opts, []manager.Controller{Controller(&podsetOpts)})
-	if err != nil {
-		return err
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-			os.Exit(1)
-		}
-	}()
-	return nil
+	os.Exit(env.RunWith(m, func(ctx context.Context) error {
+		podsetOpts := DefaultOptions()
+		return env.StartManager(ctx, "0", []manager.Controller{Controller(&podsetOpts)})
+	}))
 }
 
 // Helpers shared by the tests.

@@ -1,0 +1,63 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tend-dev/tend/internal/manager"
+)
+
+// RunWith is Run for a package whose tests need servers of their own, such
+// as a manager: once the apiserver is up it calls start with a context that
+// ends with the tests, and runs the tests only if start succeeds.
+//
+//	func TestMain(m *testing.M) { os.Exit(env.RunWith(m, startManager)) }
+func (e *Env) RunWith(m *testing.M, start func(ctx context.Context) error) int {
+	if err := e.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	code := 1
+	if err := start(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: starting the suite's servers: %v\n", err)
+	} else {
+		code = m.Run()
+	}
+	stop()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// StartManager starts a Tend manager of controllers on the apiserver, in
+// the background until ctx ends, as `tend manager` assembles it: metrics
+// off, probes at probeAddr ("0" for none), the webhook as envtest expects
+// it, logs to standard error. A manager that fails ends the test binary:
+// every test after it would fail for that reason.
+func (e *Env) StartManager(ctx context.Context, probeAddr string, controllers []manager.Controller) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", probeAddr
+	opts.Webhook = e.WebhookOptions()
+	mgr, err := manager.New(e.Config, opts, controllers)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+			os.Exit(1)
+		}
+	}()
+	return nil
+}

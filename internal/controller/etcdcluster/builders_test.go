@@ -180,3 +180,49 @@ func TestQuotaFitsTheVolume(t *testing.T) {
 		g.Expect(env).To(HaveKeyWithValue("ETCD_QUOTA_BACKEND_BYTES", tc.quota), tc.name)
 	}
 }
+
+func TestInitJob(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		auth  bool
+		steps []string
+	}{
+		{name: "without auth", steps: []string{"health"}},
+		{name: "with auth", auth: true, steps: []string{"health", "root-login"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) { s.Auth.Enabled = tc.auth })
+			job := initJob(c)
+			g.Expect(job.Name).To(Equal("main-init"))
+			pod := job.Spec.Template.Spec
+			var names []string
+			for _, step := range pod.InitContainers {
+				names = append(names, step.Name)
+				g.Expect(step.Image).To(Equal("gcr.io/etcd-development/etcd:v3.6.16"))
+				g.Expect(step.Command[0]).To(Equal("/usr/local/bin/etcdctl"), "the image has no shell")
+				g.Expect(step.Command).NotTo(ContainElement("--cluster"), "members' own names may not resolve yet")
+				g.Expect(*step.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+				env := map[string]string{}
+				for _, e := range step.Env {
+					env[e.Name] = e.Value
+				}
+				g.Expect(env).To(HaveKeyWithValue("ETCDCTL_ENDPOINTS", "https://main-client.db.svc:2379"))
+				g.Expect(env).To(HaveKeyWithValue("ETCDCTL_CERT", clientTLSDir+"/tls.crt"))
+			}
+			g.Expect(names).To(Equal(tc.steps))
+			g.Expect(pod.Containers).To(HaveLen(1))
+			g.Expect(pod.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
+			g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+			g.Expect(pod.Volumes[0].Secret.SecretName).To(Equal("main-client-tls"))
+			for k, v := range selector(c) {
+				g.Expect(job.Spec.Template.Labels[k]).NotTo(Equal(v), "the Services and budget must not select the Job's pod (%s)", k)
+			}
+			if tc.auth {
+				login := pod.InitContainers[1]
+				g.Expect(login.Command).To(ContainElement("--password=$(ROOT_PASSWORD)"))
+				g.Expect(login.Env[len(login.Env)-1].ValueFrom.SecretKeyRef.Name).To(Equal("main-root"))
+			}
+		})
+	}
+}

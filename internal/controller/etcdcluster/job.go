@@ -15,10 +15,14 @@ const clientTLSDir = "/etc/etcd/tls/client"
 // initJob checks a new cluster from inside Kubernetes, the way applications
 // reach it: through the client Service, with the client certificate, by
 // name. Its steps are etcdctl commands run in turn as init containers (the
-// etcd image has no shell): every member healthy, then (with auth) the root
-// user's password accepted, then the members' status printed for the logs.
-// Tend sets up authentication itself before it creates the Job, so that a
-// step retried after a failure finds nothing half done.
+// etcd image has no shell): a linearizable read through the Service (which
+// needs a leader and a quorum), then (with auth) the root user's password
+// accepted, then the membership printed for the logs. It does not ask each
+// member by its own name: the cluster DNS may deny those names for as long
+// as it caches negative answers (30s), because the members looked each
+// other up before their pods were published. Tend sets up authentication
+// itself before it creates the Job, so that a step retried after a failure
+// finds nothing half done.
 func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 	env := []corev1.EnvVar{
 		{Name: "ETCDCTL_ENDPOINTS", Value: clientEndpoint(c)},
@@ -38,7 +42,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 			SecurityContext: containerSecurity(),
 		}
 	}
-	steps := []corev1.Container{step("health", "endpoint", "health", "--cluster")}
+	steps := []corev1.Container{step("health", "endpoint", "health")}
 	if c.Spec.Auth.Enabled {
 		root := step("root-login", "--user=root", "--password=$(ROOT_PASSWORD)", "auth", "status")
 		root.Env = append(root.Env, corev1.EnvVar{Name: "ROOT_PASSWORD", ValueFrom: &corev1.EnvVarSource{
@@ -63,7 +67,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 					AutomountServiceAccountToken: ptr.To(false),
 					SecurityContext:              podSecurity(),
 					InitContainers:               steps,
-					Containers:                   []corev1.Container{step("status", "endpoint", "status", "--cluster", "--write-out=table")},
+					Containers:                   []corev1.Container{step("members", "member", "list", "--write-out=table")},
 					Volumes: []corev1.Volume{{Name: "client-tls", VolumeSource: corev1.VolumeSource{
 						Secret: &corev1.SecretVolumeSource{SecretName: tlsSecretsOf(c).client},
 					}}},

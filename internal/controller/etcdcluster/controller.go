@@ -46,10 +46,11 @@ const Name = "etcdcluster"
 type Options struct {
 	// Workers is how many EtcdClusters reconcile at once.
 	Workers int
-	// MemberChangeInterval is the least time between two membership changes
-	// of one cluster. Zero changes as soon as the cluster allows; the
-	// benchmark sets 10s to run the anchor design (one change per fixed
-	// requeue, as etcd-io/etcd-operator does).
+	// MemberChangeInterval, when not zero, turns on the anchor design that
+	// the benchmark compares Tend with: one look at the membership (and at
+	// most one change) per interval, on a fixed requeue, as
+	// etcd-io/etcd-operator does every 10s. Zero, the default, acts as soon
+	// as the cluster allows.
 	MemberChangeInterval time.Duration
 	// Clock times member health and certificate renewal; nil is the real
 	// clock. Tests set a fake one; no flag does.
@@ -63,7 +64,7 @@ func DefaultOptions() Options { return Options{Workers: 3} }
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "etcdcluster-workers", o.Workers, "EtcdClusters reconciled at once.")
 	fs.DurationVar(&o.MemberChangeInterval, "etcdcluster-member-change-interval", o.MemberChangeInterval,
-		"Least time between two membership changes of one EtcdCluster; 0 changes as soon as etcd allows.")
+		"For benchmarks: look at an EtcdCluster's membership only once per this interval (the fixed-requeue design); 0 acts as soon as etcd allows.")
 }
 
 // PVCCache restricts the manager's cache of PersistentVolumeClaims to the
@@ -104,10 +105,10 @@ type Reconciler struct {
 	// MemberChangeInterval: see Options.
 	MemberChangeInterval time.Duration
 
-	// lastChange is when each cluster's membership last changed, for
-	// MemberChangeInterval. Losing it on a restart only allows one change
-	// sooner.
-	lastChange sync.Map // types.UID → time.Time
+	// nextLook is when each cluster's membership may next be looked at,
+	// under MemberChangeInterval. Losing it on a restart only allows one
+	// look sooner.
+	nextLook sync.Map // types.UID → time.Time
 }
 
 // Members is what the controller asks of an etcd cluster; *etcd.Client
@@ -176,26 +177,19 @@ func (r *Reconciler) clustersUsingSecret(ctx context.Context, obj client.Object)
 	return reqs
 }
 
-// mayChangeMembers tells whether MemberChangeInterval allows a membership
-// change of uid now, and if not, how long until it does.
-func (r *Reconciler) mayChangeMembers(uid types.UID, now time.Time) (bool, time.Duration) {
-	if r.MemberChangeInterval <= 0 {
-		return true, 0
+// untilTick is how long the cluster uid must wait for its next look at the
+// membership under MemberChangeInterval: the anchor design looks (and makes
+// at most one change, or waits) once per interval, on a fixed requeue, and
+// does nothing on the passes in between. A look now, when it is due, sets
+// the next one an interval later.
+func (r *Reconciler) untilTick(uid types.UID, now time.Time) time.Duration {
+	if next, ok := r.nextLook.Load(uid); ok {
+		if wait := next.(time.Time).Sub(now); wait > 0 {
+			return wait
+		}
 	}
-	last, ok := r.lastChange.Load(uid)
-	if !ok {
-		return true, 0
-	}
-	if wait := last.(time.Time).Add(r.MemberChangeInterval).Sub(now); wait > 0 {
-		return false, wait
-	}
-	return true, 0
-}
-
-func (r *Reconciler) memberChanged(uid types.UID, now time.Time) {
-	if r.MemberChangeInterval > 0 {
-		r.lastChange.Store(uid, now)
-	}
+	r.nextLook.Store(uid, now.Add(r.MemberChangeInterval))
+	return 0
 }
 
 // event records an Event about c.

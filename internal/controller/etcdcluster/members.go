@@ -92,11 +92,13 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	}
 
 	next := planMembers(c, views, s.now)
-	if next.kind > stepWait {
-		if ok, wait := r.mayChangeMembers(c.UID, s.now); !ok {
+	if next.kind != stepNone && r.MemberChangeInterval > 0 {
+		if wait := r.untilTick(c.UID, s.now); wait > 0 {
 			next = step{kind: stepWait, reason: etcdv1alpha1.ReasonWaitingForMembers,
-				message: fmt.Sprintf("%s in %s (one membership change per %s)", next.message, wait.Round(time.Second), r.MemberChangeInterval)}
+				message: fmt.Sprintf("%s, at the next look in %s (one look per %s)", next.message, wait.Round(time.Second), r.MemberChangeInterval)}
 			s.requeueAfter(wait)
+		} else {
+			s.requeueAfter(r.MemberChangeInterval)
 		}
 	}
 	views, err = r.takeStep(callCtx, s, cli, next, views)
@@ -174,7 +176,6 @@ func (r *Reconciler) takeStep(ctx context.Context, s *scope, cli Members, next s
 		views, err = r.addLearner(ctx, s, cli, m.Ordinal, views)
 	}
 	if err == nil {
-		r.memberChanged(c.UID, s.now)
 		return views, nil
 	}
 	if notYet(err) {

@@ -239,3 +239,13 @@ func TestPlanReplacesLostDataAtOnce(t *testing.T) {
 	manual := testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) { s.MemberReplacement.Policy = etcdv1alpha1.ReplacementManual })
 	g.Expect(planMembers(manual, []memberView{member(0, 0), member(1, 0), lost}, t0).kind).To(Equal(stepNone), "Manual reports, and leaves it")
 }
+
+func TestUntilTickLooksOncePerInterval(t *testing.T) {
+	g := NewWithT(t)
+	r := &Reconciler{MemberChangeInterval: 10 * time.Second}
+	g.Expect(r.untilTick("a", t0)).To(BeZero(), "the first look is due at once")
+	g.Expect(r.untilTick("a", t0.Add(3*time.Second))).To(Equal(7*time.Second), "passes in between wait")
+	g.Expect(r.untilTick("b", t0.Add(3*time.Second))).To(BeZero(), "per cluster")
+	g.Expect(r.untilTick("a", t0.Add(10*time.Second))).To(BeZero())
+	g.Expect(r.untilTick("a", t0.Add(11*time.Second))).To(Equal(9*time.Second), "the next look is an interval after the last")
+}

@@ -65,7 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if c.DeletionTimestamp != nil {
 		// The garbage collector deletes the owned objects; the members'
 		// volumes stay (PVC retention Retain), so no data is lost.
-		r.lastChange.Delete(c.UID)
+		r.nextLook.Delete(c.UID)
 		return ctrl.Result{}, nil
 	}
 	s := &scope{cluster: c, now: r.Clock.Now()}

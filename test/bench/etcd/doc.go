@@ -1,0 +1,89 @@
+// Package etcd benchmarks the EtcdCluster controller (issue 6, B8) on the
+// local cluster (hack/cluster, docs/cluster.md): real etcd members in real
+// pods on the node, with volumes of the default StorageClass, and Tend's
+// manager deployed in-cluster from an image built from this work tree, as
+// the e2e tests have it (test/e2e/framework). envtest cannot run it: pods
+// never start there.
+//
+// BenchmarkB8 measures, each in seconds, on a cluster that it creates for
+// the purpose (3 members, ephemeral: false, default storage,
+// spec.memberReplacement.unhealthyFor 10s, everything else the defaults):
+//
+//   - create: from the create call to the first status with Available=True;
+//     and, on the side, to the first with 3 healthy voters;
+//   - scale 3 → 5: from the patch of spec.replicas to the first status
+//     with 5 members, all healthy voters (no learner), and Available=True;
+//   - replace a failed member: member <name>-1 loses its data. Its volume
+//     claim is deleted first, without waiting (it stays Terminating while
+//     its pod lives), then its pod. The figure runs to the first status in
+//     which <name>-1 is back with an ID other than its old one, among 5
+//     healthy voters, Available=True. It is split into three parts. Notice:
+//     until the first status after the delete in which the member is not a
+//     healthy voter with its old ID. Threshold: until the first sign that
+//     Tend acted, which is a ReplacingMember or MemberRemoved Event, or a
+//     status without the member or with another ID; that part is the wait for
+//     unhealthyFor. Rest: removal, re-add as a learner, a new pod on an
+//     empty volume, catch-up and promotion.
+//
+// Each step starts once the previous one has settled: every member a
+// healthy voter, Available, and Progressing=False for the current
+// generation. The moments come from two watches, of the EtcdCluster and of
+// its Events, stamped on receipt. So a state that lasted less than any poll
+// interval still counts, and no poll interval is added to a figure. Each
+// measurement logs its timeline: every status, Event and action, as
+// seconds after the create. -b8.timeline=false turns that off.
+//
+// It runs two variants, one after the other, in one run:
+//
+//   - tend: the manager as deployed (config/local: member changes as soon as
+//     the cluster allows);
+//   - anchor: the same manager with --etcdcluster-member-change-interval=10s
+//     added to the args of the tend-manager Deployment in tend-system. That
+//     is the anchor design: the membership is looked at once per 10 s, on a
+//     fixed requeue, with at most one change (or a wait) per look, as
+//     etcd-io/etcd-operator does; passes in between change nothing.
+//
+// Before each variant the benchmark sets the manager's args. It waits for
+// the rollout and for a new pod to hold the leader Lease. A manager that
+// crashes with the args fails the run, with its log. After the anchor
+// variant, and after a failure, it sets the deployed args back. Its changes
+// have their own field manager, so the next hack/cluster/deploy.sh (which
+// every e2e and benchmark run starts with) takes them back even after a
+// crash. Each measurement has a namespace of its own. The namespace is
+// deleted, and the benchmark waits until it is gone, so that the next
+// measurement does not share the node with a teardown. A failed
+// measurement leaves its artifacts, as the e2e tests do.
+//
+// The floor of every figure is etcd's election timeout: 1000 ms by default
+// (heartbeat 100 ms), or what the members' StatefulSet sets. A membership
+// change cannot take effect faster than a leader can be elected when one
+// is lost. The table gives each figure as a multiple of it, and tend over
+// anchor.
+//
+// Figures go to b.ReportMetric, per variant (create_s, create_all_s,
+// scale_s, replace_s, replace_notice_s, replace_threshold_s,
+// replace_rest_s, each the mean over the variant's samples). As a Markdown
+// table, with both variants side by side, they go to the benchmark's log
+// and to standard output. docs/benchmarks.md holds a run's.
+//
+// It never fails on time. It fails on real errors: no local cluster, or not
+// root; no EtcdCluster CRD; a manager that crashes or never leads; no
+// status from any controller within 2 minutes; a step not done within
+// -b8.timeout (10m); a replaced member that rejoins with its old ID; a
+// namespace that is never deleted.
+//
+// It needs the local cluster and root, like the e2e tests, and shares their
+// build tag. So `make bench` (no tags) does not run it. Run it with:
+//
+//	go test -tags e2e ./test/bench/etcd -run '^$' -bench B8 -benchtime 1x -timeout 60m
+//
+// A cold machine first builds the node's images, hence the timeout.
+// -benchtime 3x takes three samples per variant. -bench B8/tend runs one
+// variant; the table then leaves the other column empty. After -args:
+// -b8.anchor-interval, -b8.unhealthy-for, -b8.timeout, -b8.timeline.
+//
+// Do not run it while the e2e tests run: it restarts the manager they use,
+// twice. The package's unit tests (status predicates, the timeline's split,
+// the manager's args, the table) need no cluster. They run with and without
+// the tag.
+package etcd

@@ -32,7 +32,8 @@ const (
 const annotationMemberID = "etcd.tend.dev/member-id"
 
 // reconcileMembers observes the members through etcd and makes at most one
-// membership change. It leaves its client in s for later phases.
+// membership change, then keeps the StatefulSet and the volumes in line with
+// the membership.
 func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	c := s.cluster
 	if s.sts == nil {

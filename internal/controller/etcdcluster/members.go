@@ -82,7 +82,9 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 		s.requeueAfter(requeueSteady)
 		return nil
 	}
-	// The cluster exists: members that start afresh join it.
+	// The cluster exists: members that start afresh join it. This comes
+	// before the step, which may delete a pod for the StatefulSet to
+	// recreate; the step's own changes are synced after it.
 	if err := r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views)); err != nil {
 		return err
 	}

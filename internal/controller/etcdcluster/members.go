@@ -7,9 +7,7 @@ import (
 	"net"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -219,18 +217,13 @@ func notYet(err error) bool {
 // enableAuth turns on etcd's authentication with the root user, before
 // the init Job exists (it checks the root login); afterwards it is done.
 func (r *Reconciler) enableAuth(ctx context.Context, s *scope, cli Members) error {
-	c := s.cluster
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: initJobName(c)}, job)
-	if err == nil {
+	if s.obs.job != jobNone {
 		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading Job %s: %w", initJobName(c), err)
 	}
 	if err := cli.EnableAuth(ctx, s.rootPassword); err != nil {
 		return fmt.Errorf("enabling authentication: %w", err)
 	}
+	c := s.cluster
 	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "Enabled authentication; the root user's password is in Secret %s", RootSecretName(c))
 	return nil
 }

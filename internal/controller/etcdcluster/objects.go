@@ -162,24 +162,15 @@ const (
 	jobFailed
 )
 
-// reconcileInitJob creates the init Job once a quorum of the new cluster
-// is healthy (and authentication, if wanted, is on), and reports how it
-// went. A completed Job stays as the record of the cluster's first check.
-func (r *Reconciler) reconcileInitJob(ctx context.Context, s *scope) error {
+// observeInitJob reads how far the init Job got, before the membership
+// phase: authentication is set up only while the Job does not exist.
+func (r *Reconciler) observeInitJob(ctx context.Context, s *scope) error {
 	c := s.cluster
 	job := &batchv1.Job{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: initJobName(c)}, job)
 	switch {
 	case apierrors.IsNotFound(err):
-		if !s.obs.healthyQuorum || c.Spec.Paused {
-			return nil
-		}
-		job = initJob(c)
-		if err := r.createOwned(ctx, c, job); err != nil {
-			return err
-		}
-		r.event(c, corev1.EventTypeNormal, "InitJobCreated", "CreateJob", "Created Job %s to check the new cluster", job.Name)
-		s.obs.job = jobRunning
+		s.obs.job = jobNone
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading Job %s: %w", initJobName(c), err)
@@ -196,6 +187,23 @@ func (r *Reconciler) reconcileInitJob(ctx context.Context, s *scope) error {
 			s.obs.job, s.obs.jobMessage = jobFailed, cond.Message
 		}
 	}
+	return nil
+}
+
+// reconcileInitJob creates the init Job once a quorum of the new cluster
+// is healthy (and authentication, if wanted, is on). A completed Job stays
+// as the record of the cluster's first check.
+func (r *Reconciler) reconcileInitJob(ctx context.Context, s *scope) error {
+	c := s.cluster
+	if s.obs.job != jobNone || !s.obs.healthyQuorum || c.Spec.Paused {
+		return nil
+	}
+	job := initJob(c)
+	if err := r.createOwned(ctx, c, job); err != nil {
+		return err
+	}
+	r.event(c, corev1.EventTypeNormal, "InitJobCreated", "CreateJob", "Created Job %s to check the new cluster", job.Name)
+	s.obs.job = jobRunning
 	return nil
 }
 

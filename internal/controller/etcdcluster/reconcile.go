@@ -109,6 +109,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if err := r.reconcileStatefulSet(ctx, s); err != nil {
 		return err
 	}
+	if err := r.observeInitJob(ctx, s); err != nil {
+		return err
+	}
 	if err := r.reconcileMembers(ctx, s); err != nil {
 		return err
 	}

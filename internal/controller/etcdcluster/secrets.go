@@ -8,11 +8,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -196,12 +196,11 @@ func (r *Reconciler) createOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		return err
 	}
 	if err := r.Create(ctx, obj); err != nil {
-		return fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), err)
+		kind := "object"
+		if gvk, gvkErr := apiutil.GVKForObject(obj, r.Scheme()); gvkErr == nil {
+			kind = gvk.Kind
+		}
+		return fmt.Errorf("creating %s %s: %w", kind, obj.GetName(), err)
 	}
 	return nil
-}
-
-// kindOf names obj's type for messages, such as "Secret".
-func kindOf(obj client.Object) string {
-	return strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
 }

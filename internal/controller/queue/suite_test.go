@@ -16,18 +16,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 	tendaws "github.com/tend-dev/tend/internal/aws"
-	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/manager"
 	"github.com/tend-dev/tend/internal/testenv"
 	"github.com/tend-dev/tend/internal/testing/moto"
 )
 
-// The suite runs the controller in this process against a real apiserver
+// The suite runs the controller in this process, through the manager that
+// `tend manager` assembles (testenv.StartManager), against a real apiserver
 // (envtest) and a real SQS API (moto_server on 127.0.0.1).
 
 var (
@@ -73,7 +71,6 @@ func startManager(t *testing.T) {
 }
 
 func runManager(ctx context.Context) error {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	limiters, err := tendaws.NewLimiters(tendaws.LimiterOptions{QPS: 200, Burst: 200})
 	if err != nil {
 		return err
@@ -84,40 +81,23 @@ func runManager(ctx context.Context) error {
 	}
 	sqsAPI = sqs.NewFromConfig(cfg)
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 scheme.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
-	})
-	if err != nil {
-		return err
-	}
 	ctrlLimiters, err := tendaws.NewLimiters(tendaws.LimiterOptions{QPS: 200, Burst: 200})
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		Recorder:  mgr.GetEventRecorder("tend-queue"),
-		Connector: &Connector{Reader: mgr.GetClient(), Default: tendaws.Connection{Limiters: ctrlLimiters}},
-		Jitter:    func(time.Duration) time.Duration { return testPoll },
-		// Short, so that a hanging upstream fails a pass within seconds.
-		Timeout: 3 * time.Second,
-	}
-	if err := r.SetupWithManager(mgr, 4); err != nil {
-		return err
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-			os.Exit(1)
+	controller := manager.Controller{Name: Name, Setup: func(mgr ctrl.Manager) error {
+		r := &Reconciler{
+			Client:    mgr.GetClient(),
+			Recorder:  mgr.GetEventRecorder("tend-queue"),
+			Connector: &Connector{Reader: mgr.GetClient(), Default: tendaws.Connection{Limiters: ctrlLimiters}},
+			Jitter:    func(time.Duration) time.Duration { return testPoll },
+			// Short, so that a hanging upstream fails a pass within seconds.
+			Timeout: 3 * time.Second,
 		}
-	}()
-	return nil
+		return r.SetupWithManager(mgr, 4)
+	}}
+	return env.StartManager(ctx, "0", []manager.Controller{controller})
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // Helpers shared by the tests.
 

@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -25,6 +22,7 @@ import (
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 	appsv1beta1 "github.com/tend-dev/tend/api/apps/v1beta1"
 	"github.com/tend-dev/tend/internal/testenv"
+	"github.com/tend-dev/tend/internal/testing/loopback"
 )
 
 var env = testenv.New()
@@ -93,8 +91,8 @@ func (p *process) stop(t *testing.T) error {
 // webhooks on free loopback ports, and elects its leader through the Lease
 // ns/lease.
 func managerArgs(t *testing.T, ns, lease string) (args []string, metricsURL, probeURL string) {
-	metrics, probe := freePort(t), freePort(t)
-	_, webhookPort, err := net.SplitHostPort(freePort(t))
+	metrics, probe := loopback.TestAddr(t), loopback.TestAddr(t)
+	_, webhookPort, err := net.SplitHostPort(loopback.TestAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +124,9 @@ func TestManagerServesProbesAndMetricsAndLeadsUntilSIGTERM(t *testing.T) {
 
 	first := startTend(t, args...)
 
-	g.Eventually(func() (string, error) { return get(probeURL + "/healthz") }).
+	g.Eventually(func() (string, error) { return loopback.Get(probeURL + "/healthz") }).
 		WithTimeout(time.Minute).Should(Equal("ok"))
-	g.Eventually(func() (string, error) { return get(probeURL + "/readyz") }).Should(Equal("ok"))
+	g.Eventually(func() (string, error) { return loopback.Get(probeURL + "/readyz") }).Should(Equal("ok"))
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: ns, Name: "tend-test"}
@@ -138,15 +136,15 @@ func TestManagerServesProbesAndMetricsAndLeadsUntilSIGTERM(t *testing.T) {
 	}).WithTimeout(time.Minute).ShouldNot(BeEmpty())
 	firstHolder := *lease.Spec.HolderIdentity
 
-	g.Eventually(func() (string, error) { return get(metricsURL) }).
+	g.Eventually(func() (string, error) { return loopback.Get(metricsURL) }).
 		Should(ContainSubstring(`leader_election_master_status{name="tend-test"} 1`))
 
 	// A second replica waits for the Lease instead of reconciling.
 	args2, metricsURL2, _ := managerArgs(t, ns, "tend-test")
 	second := startTend(t, args2...)
-	g.Eventually(func() (string, error) { return get(metricsURL2) }).
+	g.Eventually(func() (string, error) { return loopback.Get(metricsURL2) }).
 		WithTimeout(time.Minute).Should(ContainSubstring("controller_runtime_"))
-	g.Consistently(func() (string, error) { return get(metricsURL2) }).WithTimeout(3 * time.Second).
+	g.Consistently(func() (string, error) { return loopback.Get(metricsURL2) }).WithTimeout(3 * time.Second).
 		ShouldNot(ContainSubstring(`leader_election_master_status{name="tend-test"} 1`))
 
 	// SIGTERM: a clean exit that hands the Lease over.
@@ -156,7 +154,7 @@ func TestManagerServesProbesAndMetricsAndLeadsUntilSIGTERM(t *testing.T) {
 		err := env.Client.Get(context.Background(), key, lease)
 		return ptrValue(lease.Spec.HolderIdentity), err
 	}).WithTimeout(time.Minute).Should(And(Not(BeEmpty()), Not(Equal(firstHolder))))
-	g.Eventually(func() (string, error) { return get(metricsURL2) }).
+	g.Eventually(func() (string, error) { return loopback.Get(metricsURL2) }).
 		Should(ContainSubstring(`leader_election_master_status{name="tend-test"} 1`))
 
 	// The last replica releases the Lease on its way out.
@@ -170,7 +168,7 @@ func TestManagerServesProbesAndMetricsAndLeadsUntilSIGTERM(t *testing.T) {
 func TestManagerServesConversionWithoutControllers(t *testing.T) {
 	g := NewWithT(t)
 	hooks := env.WebhookOptions()
-	probe := freePort(t)
+	probe := loopback.TestAddr(t)
 	startTend(t, "manager",
 		"--kubeconfig="+env.Kubeconfig(t),
 		"--controllers=",
@@ -180,7 +178,7 @@ func TestManagerServesConversionWithoutControllers(t *testing.T) {
 		"--webhook-cert-dir="+hooks.CertDir,
 		"--webhook-port="+strconv.Itoa(hooks.Port),
 	)
-	g.Eventually(func() (string, error) { return get("http://" + probe + "/readyz") }).
+	g.Eventually(func() (string, error) { return loopback.Get("http://" + probe + "/readyz") }).
 		WithTimeout(time.Minute).Should(Equal("ok"))
 
 	ps := &appsv1beta1.PodSet{
@@ -209,29 +207,6 @@ func TestUnknownCommandPrintsUsage(t *testing.T) {
 	var stderr bytes.Buffer
 	g.Expect(run([]string{"frobnicate"}, &stderr)).To(Equal(2))
 	g.Expect(stderr.String()).To(ContainSubstring("Usage: tend COMMAND"))
-}
-
-func get(url string) (string, error) {
-	resp, err := http.Get(url) //nolint:gosec // a loopback URL the test built
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return string(body), err
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
 
 func ptrValue(s *string) string {

@@ -15,6 +15,7 @@ import (
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 	appsv1beta1 "github.com/tend-dev/tend/api/apps/v1beta1"
+	"github.com/tend-dev/tend/internal/testing/loopback"
 	"github.com/tend-dev/tend/internal/webhook"
 )
 
@@ -313,7 +314,7 @@ func crdClient(t *testing.T) client.Client {
 }
 
 func TestReadyzReportsTheWebhook(t *testing.T) {
-	body, err := get(probeURL + "/readyz?verbose")
+	body, err := loopback.Get(probeURL + "/readyz?verbose")
 	g := NewWithT(t)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(body).To(ContainSubstring("[+]webhook ok"))

@@ -26,6 +26,7 @@ import (
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 	appsv1beta1 "github.com/tend-dev/tend/api/apps/v1beta1"
 	"github.com/tend-dev/tend/internal/manager"
+	"github.com/tend-dev/tend/internal/testing/loopback"
 	"github.com/tend-dev/tend/internal/webhook"
 )
 
@@ -50,9 +51,9 @@ func TestRotateMode(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tend-webhook-server-cert"}}
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
 
-	probe, err := freeAddr()
+	probe, err := loopback.Addr()
 	g.Expect(err).NotTo(HaveOccurred())
-	port := freePort(t)
+	port := loopback.TestPort(t)
 	opts := manager.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", probe
 	opts.Webhook.Port = port
@@ -91,7 +92,7 @@ func TestRotateMode(t *testing.T) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	_, err = net.Dial("tcp", addr)
 	g.Expect(err).To(HaveOccurred())
-	_, err = get("http://" + probe + "/readyz")
+	_, err = loopback.Get("http://" + probe + "/readyz")
 	g.Expect(err).To(MatchError(ContainSubstring("[-]webhook failed")))
 
 	// The kubelet mounts the Secret.
@@ -106,7 +107,7 @@ func TestRotateMode(t *testing.T) {
 		g.Expect(crd.Spec.Conversion.Webhook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]))
 	})
 	eventually(t, func(g Gomega) {
-		_, err := get("http://" + probe + "/readyz")
+		_, err := loopback.Get("http://" + probe + "/readyz")
 		g.Expect(err).NotTo(HaveOccurred())
 	})
 	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: cas, ServerName: host, NextProtos: []string{"h2", "http/1.1"}})
@@ -185,14 +186,4 @@ func convert(t *testing.T, addr string, tlsConfig *tls.Config, obj runtime.Objec
 func eventually(t *testing.T, assertion func(g Gomega)) {
 	t.Helper()
 	NewWithT(t).Eventually(assertion).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }

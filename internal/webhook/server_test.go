@@ -16,6 +16,8 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/tend-dev/tend/internal/testing/loopback"
 )
 
 // servingCert writes a certificate for localhost into a new directory and
@@ -43,20 +45,10 @@ func writeCert(t *testing.T, dir string, cert, key []byte) {
 	NewWithT(t).Expect(os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600)).To(Succeed())
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestGatedServerServesOnlyOnceTheCertificateIsReady(t *testing.T) {
 	g := NewWithT(t)
 	dir, pool := servingCert(t)
-	port := freePort(t)
+	port := loopback.TestPort(t)
 	ready, waiting := make(chan struct{}), make(chan struct{})
 	s := &gatedServer{
 		Server: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}),
@@ -93,7 +85,7 @@ func TestGatedServerServesOnlyOnceTheCertificateIsReady(t *testing.T) {
 
 func TestGatedServerStopsCleanlyWhileWaiting(t *testing.T) {
 	s := &gatedServer{
-		Server:     webhook.NewServer(webhook.Options{Port: freePort(t), CertDir: t.TempDir()}),
+		Server:     webhook.NewServer(webhook.Options{Port: loopback.TestPort(t), CertDir: t.TempDir()}),
 		certReady:  channelClosed(make(chan struct{})),
 		waitingFor: "a certificate that never comes",
 	}

@@ -3,14 +3,12 @@ package webhook_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/tend-dev/tend/internal/testenv"
+	"github.com/tend-dev/tend/internal/testing/loopback"
 )
 
 // The suite runs the manager as cmd/tend assembles it, but with no
@@ -29,7 +27,7 @@ func TestMain(m *testing.M) { os.Exit(env.RunWith(m, startManager)) }
 // startManager starts the manager and returns once it is ready, which is
 // once its webhook serves.
 func startManager(ctx context.Context) error {
-	probe, err := freeAddr()
+	probe, err := loopback.Addr()
 	if err != nil {
 		return err
 	}
@@ -39,7 +37,7 @@ func startManager(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		_, err := get(probeURL + "/readyz")
+		_, err := loopback.Get(probeURL + "/readyz")
 		if err == nil {
 			return nil
 		}
@@ -48,28 +46,4 @@ func startManager(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// get returns the body of a 200 answer, or an error with the body of any
-// other.
-func get(url string) (string, error) {
-	resp, err := http.Get(url) //nolint:gosec // a loopback URL the test built
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return string(body), fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return string(body), err
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
 }

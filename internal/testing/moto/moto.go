@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tend-dev/tend/internal/testing/logtail"
+	"github.com/tend-dev/tend/internal/testing/loopback"
 )
 
 // The fixed identity and place that every test sees.
@@ -220,7 +220,7 @@ func (s *Server) start() error {
 }
 
 func (s *Server) launch(bin string) error {
-	port, err := freePort()
+	port, err := loopback.Port()
 	if err != nil {
 		return err
 	}
@@ -350,12 +350,3 @@ func (s *Server) kill() {
 
 // Pid is the server's process id, which is also its process group id.
 func (s *Server) Pid() int { return s.cmd.Process.Pid }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

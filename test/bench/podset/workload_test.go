@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+	"github.com/tend-dev/tend/internal/testing/loopback"
 )
 
 // kind is one of the two controllers compared.
@@ -89,7 +89,7 @@ func (r *rig) startController(b *testing.B, k kind, bud budget) *controller {
 	var err error
 	switch k {
 	case podSets:
-		port, perr := freePort()
+		port, perr := loopback.Port()
 		if perr != nil {
 			b.Fatal(perr)
 		}
@@ -146,16 +146,6 @@ func (r *rig) warmUp(b *testing.B, c *controller) error {
 		return fmt.Errorf("%w; its log: %s\n%s", err, c.log, tail(c.log, 20))
 	}
 	return r.deleteAll(ctx, c.kind, ns)
-}
-
-// freePort returns a TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // reconciles returns how many passes tend's podset controller has run.

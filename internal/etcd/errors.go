@@ -158,6 +158,21 @@ func Classify(err error) Class {
 	return Transient
 }
 
+// Refused tells whether err is the cluster, or one of this package's
+// checks, turning a change down only for now: a learner not caught up, a
+// quorum at risk, an unhealthy member, a learner pending, no leader. The
+// cluster is fine and will take the change later; a caller waits and tries
+// again rather than report a failure. Such errors are Transient too, as a
+// network error is; Refused tells them apart.
+func Refused(err error) bool {
+	for _, kind := range []error{ErrLearnerNotReady, ErrQuorumAtRisk, ErrUnhealthy, ErrLearnerPending, ErrNoLeader} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // kinds maps etcd's answers to the package's errors.
 var kinds = []struct {
 	etcd error

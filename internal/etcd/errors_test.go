@@ -154,3 +154,14 @@ func TestClassString(t *testing.T) {
 	g.Expect([]string{None.String(), NotFound.String(), Terminal.String(), Transient.String(), Class(9).String()}).
 		To(Equal([]string{"None", "NotFound", "Terminal", "Transient", "Class(9)"}))
 }
+
+func TestRefused(t *testing.T) {
+	g := NewWithT(t)
+	for _, err := range []error{ErrLearnerNotReady, ErrQuorumAtRisk, ErrUnhealthy, ErrLearnerPending, ErrNoLeader} {
+		g.Expect(Refused(fmt.Errorf("adding a learner: %w", err))).To(BeTrue(), "%v", err)
+		g.Expect(Classify(err)).To(Equal(Transient), "%v", err)
+	}
+	for _, err := range []error{nil, ErrAuth, ErrMemberNotFound, context.DeadlineExceeded, errors.New("connection refused")} {
+		g.Expect(Refused(err)).To(BeFalse(), "%v", err)
+	}
+}

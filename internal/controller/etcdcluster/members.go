@@ -179,7 +179,7 @@ func (r *Reconciler) takeStep(ctx context.Context, s *scope, cli Members, next s
 	if err == nil {
 		return views, nil
 	}
-	if notYet(err) {
+	if etcd.Refused(err) {
 		s.obs.step = step{kind: stepWait, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers, message: fmt.Sprintf("%s: etcd refused for now: %v", next.message, err)}
 		return views, nil
 	}
@@ -205,13 +205,6 @@ func (r *Reconciler) addLearner(ctx context.Context, s *scope, cli Members, ordi
 		}
 	}
 	return views, nil
-}
-
-// notYet tells whether etcd refused a change only for now: the cluster is
-// not ready for it, and a later pass will try again.
-func notYet(err error) bool {
-	return errors.Is(err, etcd.ErrLearnerNotReady) || errors.Is(err, etcd.ErrQuorumAtRisk) ||
-		errors.Is(err, etcd.ErrUnhealthy) || errors.Is(err, etcd.ErrLearnerPending) || errors.Is(err, etcd.ErrNoLeader)
 }
 
 // enableAuth turns on etcd's authentication with the root user, before

@@ -11,6 +11,13 @@ const (
 	// ConditionDegraded is True when something needs attention; its reason
 	// says what and its message what to do.
 	ConditionDegraded = "Degraded"
+	// ConditionRestored is set on a cluster made from a backup: True once
+	// every member's data was restored, with the backup and revision in
+	// its message.
+	ConditionRestored = "Restored"
+	// ConditionDeleting is set while a deleted cluster waits for its final
+	// snapshot; its message says what it waits for and how to proceed.
+	ConditionDeleting = "Deleting"
 )
 
 // Reasons of the conditions.
@@ -53,13 +60,49 @@ const (
 	// ReasonAlarm: etcd raised an alarm (NOSPACE, CORRUPT) that someone must
 	// clear.
 	ReasonAlarm = "Alarm"
+	// ReasonStaleVolumes: volumes of an older cluster of the same name
+	// exist; Tend does not start members on them unless told to.
+	ReasonStaleVolumes = "StaleVolumes"
+
+	// ReasonRestoring: the members' data is being restored from a backup.
+	ReasonRestoring = "Restoring"
+	// ReasonRestoredFromBackup: the cluster started from a backup.
+	ReasonRestoredFromBackup = "RestoredFromBackup"
+	// ReasonWaitingForBackup: the backup to restore is not Complete yet.
+	ReasonWaitingForBackup = "WaitingForBackup"
+	// ReasonRestoreFailed: a member's restore Job failed; its message and
+	// the Job's logs say why.
+	ReasonRestoreFailed = "RestoreFailed"
+
+	// ReasonTakingFinalSnapshot: deletion waits for the final backup.
+	ReasonTakingFinalSnapshot = "TakingFinalSnapshot"
+	// ReasonFinalSnapshotFailed: the final backup failed; deletion waits
+	// for a person (see the message).
+	ReasonFinalSnapshotFailed = "FinalSnapshotFailed"
+	// ReasonDeletingMembers: the final backup is done (or not wanted) and
+	// the members and volumes are being deleted.
+	ReasonDeletingMembers = "DeletingMembers"
+)
+
+// Annotations a person sets on an EtcdCluster.
+const (
+	// AnnotationSkipFinalSnapshot, set to "true" on a cluster being
+	// deleted with deletionPolicy Snapshot, lets deletion go on without
+	// the final backup (a Warning Event records it).
+	AnnotationSkipFinalSnapshot = "etcd.tend.dev/skip-final-snapshot"
+	// AnnotationAdoptVolumes, set to "true" on a new cluster, lets it
+	// start its members on volumes left by an older cluster of the same
+	// name.
+	AnnotationAdoptVolumes = "etcd.tend.dev/adopt-volumes"
 )
 
 // Phases, for display only.
 const (
-	PhaseCreating = "Creating"
-	PhaseRunning  = "Running"
-	PhaseScaling  = "Scaling"
-	PhaseDegraded = "Degraded"
-	PhasePaused   = "Paused"
+	PhaseCreating  = "Creating"
+	PhaseRunning   = "Running"
+	PhaseScaling   = "Scaling"
+	PhaseDegraded  = "Degraded"
+	PhasePaused    = "Paused"
+	PhaseRestoring = "Restoring"
+	PhaseDeleting  = "Deleting"
 )

@@ -15,6 +15,8 @@ const DefaultVersion = "v3.6.16"
 //
 // +kubebuilder:validation:XValidation:rule="int(self.version.split('.')[1]) >= int(oldSelf.version.split('.')[1])",message="spec.version must not go back to an older minor version: etcd cannot downgrade a data directory; restore a backup into a new cluster instead"
 // +kubebuilder:validation:XValidation:rule="int(self.version.split('.')[1]) <= int(oldSelf.version.split('.')[1]) + 1",message="spec.version may move up one minor version at a time (for example v3.5.x to v3.6.y): upgrade to each minor version in turn"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap is read only when the cluster is created: to restore an existing cluster, create an EtcdRestore; to start from a backup, create a new EtcdCluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || !has(self.storage) || !has(self.storage.ephemeral) || !self.storage.ephemeral",message="spec.bootstrap.restore needs persistent storage: ephemeral members would lose the restored data on their first restart"
 type EtcdClusterSpec struct {
 	// Replicas is the number of members, 1 to 9. Odd sizes tolerate the
 	// most failures for their size; an even size is accepted and reported
@@ -76,6 +78,94 @@ type EtcdClusterSpec struct {
 	// replacement, no restarts. Status is still reported.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// DeletionPolicy is what deleting the EtcdCluster does to its data:
+	// Snapshot (the default) takes a final backup first, then deletes the
+	// members and their volumes; Delete deletes them at once; Retain keeps
+	// the volumes.
+	// +kubebuilder:default=Snapshot
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Backup is where the cluster's own backups go: the final snapshot on
+	// deletion, and backups taken without a destination of their own.
+	// Without it, the final snapshot goes to a new PersistentVolumeClaim
+	// <name>-final-snapshot, which stays after the cluster is gone.
+	// +optional
+	Backup *ClusterBackup `json:"backup,omitempty"`
+
+	// Bootstrap says how a new cluster's data starts: empty, or restored
+	// from a backup. It is read only when the cluster is created.
+	// +optional
+	Bootstrap *Bootstrap `json:"bootstrap,omitempty"`
+}
+
+// DeletionPolicy is what deleting an EtcdCluster does to its data.
+// +kubebuilder:validation:Enum=Snapshot;Delete;Retain
+type DeletionPolicy string
+
+const (
+	// DeletionSnapshot: a final backup, then the members and volumes go.
+	DeletionSnapshot DeletionPolicy = "Snapshot"
+	// DeletionDelete: the members and volumes go, with no backup.
+	DeletionDelete DeletionPolicy = "Delete"
+	// DeletionRetain: the members go; the volumes stay.
+	DeletionRetain DeletionPolicy = "Retain"
+)
+
+// ClusterBackup is where a cluster's own backups go.
+type ClusterBackup struct {
+	// Destination of the final snapshot, and of backups taken without one.
+	Destination BackupDestination `json:"destination"`
+	// Compression of those backups.
+	// +kubebuilder:default=None
+	// +optional
+	Compression Compression `json:"compression,omitempty"`
+}
+
+// Bootstrap says how a new cluster's data starts.
+//
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bootstrap is used only when the cluster is created and cannot change: to restore an existing cluster, create an EtcdRestore"
+type Bootstrap struct {
+	// Restore starts every member from a backup.
+	// +optional
+	Restore *BootstrapRestore `json:"restore,omitempty"`
+}
+
+// BootstrapRestore names the backup a new cluster starts from: an
+// EtcdBackup in the same namespace, or a file.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.backupRef) != has(self.source)",message="set exactly one of backupRef and source"
+type BootstrapRestore struct {
+	// BackupRef names a Complete EtcdBackup in the same namespace.
+	// +optional
+	BackupRef *corev1.LocalObjectReference `json:"backupRef,omitempty"`
+	// Source is a backup's file, for one whose EtcdBackup is gone (such as
+	// the final snapshot of a deleted cluster in another namespace).
+	// +optional
+	Source *RestoreSource `json:"source,omitempty"`
+}
+
+// RestoreSource is a backup's file.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.volume)",message="set exactly one of s3 and volume"
+// +kubebuilder:validation:XValidation:rule="!has(self.s3) || has(self.s3.key)",message="source.s3.key names the backup's object, and is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.volume) || has(self.volume.path)",message="source.volume.path names the backup's file, and is required"
+type RestoreSource struct {
+	// S3 is the object; key is required.
+	// +optional
+	S3 *S3Location `json:"s3,omitempty"`
+	// Volume is the file; path is required.
+	// +optional
+	Volume *VolumeLocation `json:"volume,omitempty"`
+	// Compression of the file: None (the default), Gzip or Zstd.
+	// +kubebuilder:default=None
+	// +optional
+	Compression Compression `json:"compression,omitempty"`
+	// SHA256, when set, is checked against the file before it is used.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // MemberReplacementPolicy says whether Tend replaces unhealthy members.
@@ -304,11 +394,34 @@ type EtcdClusterStatus struct {
 	// acted on.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are Available, Progressing and Degraded.
+	// RestoredFrom is the backup the cluster's data started from.
+	// +optional
+	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
+	// FinalSnapshot is the backup taken when the cluster was deleted.
+	// +optional
+	FinalSnapshot string `json:"finalSnapshot,omitempty"`
+	// Conditions are Available, Progressing and Degraded, and Restored for
+	// a cluster made from a backup.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RestoredFrom is the backup a cluster's data started from.
+type RestoredFrom struct {
+	// Backup is the EtcdBackup, when the restore named one.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// URI of the file.
+	URI string `json:"uri"`
+	// Revision the snapshot held; the restored store's revisions start
+	// above it.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Time the members' data was restored.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster that Tend runs as a StatefulSet, with TLS,

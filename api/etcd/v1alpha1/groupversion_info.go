@@ -1,9 +1,10 @@
 // Package v1alpha1 holds the etcd.tend.dev/v1alpha1 API: EtcdCluster, an
-// etcd cluster that Tend creates, scales, heals and reports on.
+// etcd cluster that Tend creates, scales, heals, backs up and reports on;
+// EtcdBackup, one verified backup of it; and EtcdBackupSchedule, backups on
+// a cron schedule with retention.
 //
 // It holds types, validation markers and constants only; the behaviour lives
-// in internal/controller/etcdcluster. Backups, restores and upgrades come as
-// further kinds and fields of this group; the spec leaves room for them.
+// in internal/controller/etcdcluster and internal/controller/etcdbackup.
 //
 // +kubebuilder:object:generate=true
 // +groupName=etcd.tend.dev
@@ -27,7 +28,11 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &EtcdCluster{}, &EtcdClusterList{})
+	s.AddKnownTypes(GroupVersion,
+		&EtcdCluster{}, &EtcdClusterList{},
+		&EtcdBackup{}, &EtcdBackupList{},
+		&EtcdBackupSchedule{}, &EtcdBackupScheduleList{},
+	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

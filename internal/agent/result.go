@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// TerminationMessagePath is where every agent writes its Result, as the
+// container's terminationMessagePath: the kubelet copies it into the pod's
+// status, where the controller reads it. It holds at most 4096 bytes.
+const TerminationMessagePath = "/dev/termination-log"
+
+// Exit codes of the agents. A Job's podFailurePolicy fails the Job at once
+// on ExitTerminal, and retries on ExitFailed.
+const (
+	// ExitOK: the step did what it was asked.
+	ExitOK = 0
+	// ExitFailed: the step failed in a way a retry may fix (a member or
+	// the store did not answer, a timeout).
+	ExitFailed = 1
+	// ExitTerminal: a retry cannot help: bad arguments, an object that
+	// another backup wrote, a checksum or hash that does not match.
+	ExitTerminal = 2
+)
+
+// Result is what an agent reports in its termination message: one JSON
+// object. Op names the step; Error is set when it failed, with Terminal
+// telling whether a retry can help. The other fields are filled by the
+// steps that know them.
+type Result struct {
+	// Op is the step: "backup", "fetch", "verify", "install" or "delete".
+	Op string `json:"op"`
+	// Error says why the step failed; empty on success.
+	Error string `json:"error,omitempty"`
+	// Terminal is true when a retry cannot help.
+	Terminal bool `json:"terminal,omitempty"`
+
+	Artifact     *Artifact     `json:"artifact,omitempty"`
+	Snapshot     *Snapshot     `json:"snapshot,omitempty"`
+	Verification *Verification `json:"verification,omitempty"`
+	// Restored is the revision a restore's snapshot held (before the bump).
+	Restored *Restored `json:"restored,omitempty"`
+}
+
+// Artifact is a file a backup wrote.
+type Artifact struct {
+	// URI is where the agent wrote it: s3://bucket/key or file:///path.
+	URI string `json:"uri"`
+	// SizeBytes is the stored size, after compression.
+	SizeBytes int64 `json:"sizeBytes"`
+	// SHA256 is the hex SHA-256 of the stored bytes, checked by reading
+	// them back.
+	SHA256 string `json:"sha256"`
+	// Compression is "None", "Gzip" or "Zstd".
+	Compression string `json:"compression"`
+}
+
+// Snapshot is what a backup took.
+type Snapshot struct {
+	// Member is the name of the member it came from.
+	Member string `json:"member"`
+	// Revision is the member's revision when the snapshot began.
+	Revision int64 `json:"revision"`
+	// EtcdVersion is the member's version, such as "3.6.16".
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// DBSizeBytes is the uncompressed size of the snapshot.
+	DBSizeBytes int64 `json:"dbSizeBytes"`
+}
+
+// Verification is the result of a test restore.
+type Verification struct {
+	// Revision of the restored store: the snapshot's exact revision.
+	Revision int64 `json:"revision"`
+	// Keys in the restored store.
+	Keys int64 `json:"keys"`
+	// Hash is the restored store's HashKV at Revision.
+	Hash uint32 `json:"hash"`
+	// LiveHash and LiveKeys are the live cluster's at Revision.
+	LiveHash uint32 `json:"liveHash"`
+	LiveKeys int64  `json:"liveKeys"`
+	// Matches is true when both hashes and both counts are equal.
+	Matches bool `json:"matches"`
+	// DurationSeconds of the whole verification.
+	DurationSeconds int64 `json:"durationSeconds"`
+}
+
+// Restored is what a restore put in place.
+type Restored struct {
+	// Revision of the snapshot before --bump-revision.
+	Revision int64 `json:"revision"`
+}
+
+// maxMessage is the kubelet's limit on a termination message.
+const maxMessage = 4096
+
+// Encode renders r for the termination message, shortening the error so
+// that the whole fits in the kubelet's 4096 bytes.
+func (r Result) Encode() ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if over := len(b) - maxMessage; over > 0 {
+		if over+len("…") > len(r.Error) {
+			return nil, fmt.Errorf("the result is %d bytes, over the %d of a termination message", len(b), maxMessage)
+		}
+		r.Error = r.Error[:len(r.Error)-over-len("…")] + "…"
+		return json.Marshal(r)
+	}
+	return b, nil
+}
+
+// ErrNoResult is returned by ParseResult for a message that holds no
+// result, such as that of a container killed before it wrote one.
+var ErrNoResult = errors.New("no agent result in the termination message")
+
+// ParseResult reads an agent's termination message. op, when not empty, is
+// the step the container runs; a result of another step is refused.
+func ParseResult(message, op string) (Result, error) {
+	message = strings.TrimSpace(message)
+	if message == "" {
+		return Result{}, ErrNoResult
+	}
+	var r Result
+	dec := json.NewDecoder(strings.NewReader(message))
+	if err := dec.Decode(&r); err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrNoResult, err)
+	}
+	if dec.More() {
+		return Result{}, fmt.Errorf("%w: text after the JSON object", ErrNoResult)
+	}
+	if op != "" && r.Op != op {
+		return Result{}, fmt.Errorf("%w: the message is of step %q, not %q", ErrNoResult, r.Op, op)
+	}
+	return r, nil
+}

@@ -26,9 +26,10 @@ const (
 	dataVolume   = "data"
 )
 
-// image is the etcd image of c: the override, or the public image of its
-// version, which the local cluster also carries under that name.
-func image(c *etcdv1alpha1.EtcdCluster) string {
+// Image is the etcd image of c: the override, or the public image of its
+// version, which the local cluster also carries under that name. It holds
+// etcd, etcdctl and etcdutl.
+func Image(c *etcdv1alpha1.EtcdCluster) string {
 	if c.Spec.Image != "" {
 		return c.Spec.Image
 	}
@@ -217,7 +218,7 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 					SecurityContext:               podSecurity(),
 					Containers: []corev1.Container{{
 						Name:            "etcd",
-						Image:           image(c),
+						Image:           Image(c),
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Command:         []string{"/usr/local/bin/etcd"},
 						Env:             env,

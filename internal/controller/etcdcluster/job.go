@@ -34,7 +34,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 	step := func(name string, args ...string) corev1.Container {
 		return corev1.Container{
 			Name:            name,
-			Image:           image(c),
+			Image:           Image(c),
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Command:         append([]string{"/usr/local/bin/etcdctl"}, args...),
 			Env:             env,

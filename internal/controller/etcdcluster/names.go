@@ -32,8 +32,16 @@ func serverSecretName(c *etcdv1alpha1.EtcdCluster) string  { return c.Name + "-s
 func peerSecretName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name + "-peer-tls" }
 
 // ClientSecretName is the Secret holding a client certificate for
-// applications (and for Tend itself).
+// applications (and for Tend itself) in Auto TLS mode.
 func ClientSecretName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-client-tls" }
+
+// ClientTLSSecret is the Secret with the client certificate that Tend and
+// its agents use: Tend's in Auto mode, the user's in Provided mode.
+func ClientTLSSecret(c *etcdv1alpha1.EtcdCluster) string { return tlsSecretsOf(c).client }
+
+// ConnectionName is the cluster's connection ConfigMap: the endpoints and
+// CA that backup pods and applications read (keys in internal/podspec).
+func ConnectionName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-connection" }
 
 // tlsSecrets are the names of the Secrets that hold the cluster's
 // certificates: Tend's in Auto mode, the user's in Provided mode.

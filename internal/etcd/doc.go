@@ -2,8 +2,11 @@
 // controller and the backup agent use, over go.etcd.io/etcd/client/v3. It
 // lists members and their status and health; adds a learner, promotes it,
 // removes a member and moves the leadership; streams a snapshot to an
-// io.Writer; and turns etcd's authentication on, with a root user
-// (EnableAuth). Its errors are classified (Classify: NotFound, Terminal,
+// io.Writer, from any member or from one chosen member (SnapshotFrom, which
+// checks etcd's SHA-256 of the data as it passes); hashes a member's
+// key-value history at a revision and counts its keys (HashKV, KeyCount), to
+// compare a restored backup with the live cluster; and turns etcd's
+// authentication on, with a root user (EnableAuth). Its errors are classified (Classify: NotFound, Terminal,
 // Transient) and wrap sentinels that errors.Is finds, such as
 // ErrLearnerNotReady.
 //

@@ -63,6 +63,14 @@ var (
 	// etcd refused the client's (or its absence). Terminal: it stays so until
 	// someone changes a certificate or the CA.
 	ErrCertificate = errors.New("TLS certificate rejected")
+	// ErrCompacted: the revision asked for is older than the member's
+	// compaction: its history is gone. Transient: a caller that picked the
+	// revision from a store that has since moved on picks a newer one.
+	ErrCompacted = errors.New("revision compacted")
+	// ErrSnapshotChecksum: a snapshot stream ended without the SHA-256 of
+	// its data that etcd appends, or with one that does not match: it was
+	// cut or damaged on the way. Transient: take another.
+	ErrSnapshotChecksum = errors.New("snapshot checksum mismatch")
 )
 
 // Class says what a caller should do about an error.
@@ -184,6 +192,7 @@ var kinds = []struct {
 	{rpctypes.ErrUnhealthy, ErrQuorumAtRisk},
 	{rpctypes.ErrMemberNotEnoughStarted, ErrQuorumAtRisk},
 	{rpctypes.ErrNoLeader, ErrNoLeader},
+	{rpctypes.ErrCompacted, ErrCompacted},
 	{rpctypes.ErrPeerURLExist, ErrPeerURLInUse},
 	{rpctypes.ErrAuthFailed, ErrAuth},
 	{rpctypes.ErrPermissionDenied, ErrAuth},

@@ -38,6 +38,7 @@ func TestWrapAndClassify(t *testing.T) {
 		{name: "strict reconfiguration refuses a removal", err: rpctypes.ErrGRPCUnhealthy, wantKind: ErrQuorumAtRisk, want: Transient},
 		{name: "strict reconfiguration refuses an addition", err: rpctypes.ErrGRPCMemberNotEnoughStarted, wantKind: ErrQuorumAtRisk, want: Transient},
 		{name: "no leader", err: rpctypes.ErrGRPCNoLeader, wantKind: ErrNoLeader, want: Transient},
+		{name: "a revision older than the compaction", err: rpctypes.ErrGRPCCompacted, wantKind: ErrCompacted, want: Transient},
 		{name: "peer URL exists", err: rpctypes.ErrGRPCPeerURLExist, wantKind: ErrPeerURLInUse, want: Terminal},
 		{name: "wrong password", err: rpctypes.ErrGRPCAuthFailed, wantKind: ErrAuth, want: Terminal},
 		{name: "permission denied", err: rpctypes.ErrGRPCPermissionDenied, wantKind: ErrAuth, want: Terminal},
@@ -98,7 +99,7 @@ func TestWrapAndClassify(t *testing.T) {
 			if tt.wantKind != nil {
 				g.Expect(err).To(MatchError(tt.wantKind))
 			}
-			for _, k := range []error{ErrMemberNotFound, ErrLearnerNotReady, ErrLearnerPending, ErrQuorumAtRisk, ErrNoLeader, ErrPeerURLInUse, ErrAuth, ErrCertificate} {
+			for _, k := range []error{ErrMemberNotFound, ErrLearnerNotReady, ErrLearnerPending, ErrQuorumAtRisk, ErrNoLeader, ErrPeerURLInUse, ErrAuth, ErrCertificate, ErrCompacted} {
 				if !errors.Is(k, tt.wantKind) {
 					g.Expect(errors.Is(err, k)).To(BeFalse(), "also %v", k)
 				}
@@ -140,6 +141,8 @@ func TestClassifyPackageErrors(t *testing.T) {
 		{err: ErrUnhealthy, want: Transient},
 		{err: ErrNoLeader, want: Transient},
 		{err: ErrNotStarted, want: Transient},
+		{err: ErrCompacted, want: Transient},
+		{err: ErrSnapshotChecksum, want: Transient},
 		{err: context.Canceled, want: Transient},
 	}
 	for _, tt := range tests {

@@ -33,6 +33,10 @@ type MemberStatus struct {
 	// RaftIndex is the member's committed raft index, and RaftAppliedIndex
 	// how far it has applied the log to its store.
 	RaftIndex, RaftAppliedIndex uint64
+	// Revision is the revision of the member's key-value store when it
+	// answered: the last change it applied. Of two members of one cluster,
+	// the one with the higher revision has seen more of the history.
+	Revision int64
 	// Version is the member's etcd version, such as "3.6.16".
 	Version string
 	// DBSize is the size of the member's database file, and DBSizeInUse how
@@ -115,6 +119,7 @@ func (c *Client) memberStatus(ctx context.Context, m Member) MemberStatus {
 		s.Answered = true
 		s.Leader = MemberID(answer.Leader)
 		s.RaftTerm, s.RaftIndex, s.RaftAppliedIndex = answer.RaftTerm, answer.RaftIndex, answer.RaftAppliedIndex
+		s.Revision = answer.Header.GetRevision()
 		s.Version = answer.Version
 		s.DBSize, s.DBSizeInUse = answer.DbSize, answer.DbSizeInUse
 		s.Errors = answer.Errors

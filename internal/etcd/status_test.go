@@ -36,6 +36,7 @@ func TestStatus(t *testing.T) {
 		g.Expect(s.RaftTerm).To(BeNumerically(">", 0))
 		g.Expect(s.RaftIndex).To(BeNumerically(">=", 10))
 		g.Expect(s.RaftAppliedIndex).To(BeNumerically(">=", 10))
+		g.Expect(s.Revision).To(BeNumerically(">", 10), "every put is a revision")
 		g.Expect(s.DBSize).To(BeNumerically(">", 0))
 		g.Expect(s.DBSizeInUse).To(BeNumerically(">", 0))
 		g.Expect(s.DBSizeInUse).To(BeNumerically("<=", s.DBSize))

@@ -38,9 +38,11 @@ type S3Location struct {
 	// <prefix><namespace>/<backup name>.db, plus .gz or .zst when
 	// compressed. In a restore source it is required.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Key string `json:"key,omitempty"`
 	// Prefix goes before the generated key, for example "etcd/".
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
 	// Region of the bucket; empty takes the SDK's default chain
@@ -73,7 +75,7 @@ type VolumeLocation struct {
 	// Path in a destination is the folder, inside the volume, of the
 	// backups' files, each named <backup name>.db plus .gz or .zst; in a
 	// restore source it is the file itself. Relative to the volume's root.
-	// +kubebuilder:validation:Pattern=`^[^\\]*$`
+	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(p, p == '..')",message="path must stay inside the volume: no .. parts"
 	// +optional
 	Path string `json:"path,omitempty"`
@@ -213,7 +215,8 @@ type EtcdBackupStatus struct {
 	// on.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are Complete, Verified and Failed.
+	// Conditions are Complete, Verified (when spec.verify is on) and
+	// Failed, and Deleting while a deleted backup's file is deleted.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -233,6 +236,7 @@ type EtcdBackupStatus struct {
 // +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.conditions[?(@.type=="Verified")].status`
 // +kubebuilder:printcolumn:name="URI",type=string,JSONPath=`.status.artifact.uri`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 56",message="an EtcdBackup's name is at most 56 characters: its Jobs are named <name>-backup and <name>-delete, and a Job's name is at most 63"
 type EtcdBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

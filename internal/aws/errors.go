@@ -112,6 +112,7 @@ var codeClasses = map[string]Class{
 	"NoSuchBucket":                            NotFound,
 	"NoSuchKey":                               NotFound,
 	"NotFound":                                NotFound,
+	"NoSuchVersion":                           NotFound,
 
 	// Slow down. The SDK's own list (retry.DefaultThrottleErrorCodes), plus
 	// SQS's.
@@ -168,12 +169,50 @@ var codeClasses = map[string]Class{
 	"KMS.OptInRequired":                           Terminal,
 	"KmsOptInRequired":                            Terminal,
 
+	// S3: the request or the bucket is wrong, or the store refuses it for
+	// good. Forbidden is what a HEAD (no body) refused with 403 carries;
+	// PermanentRedirect and AuthorizationHeaderMalformed name the wrong
+	// region.
+	"Forbidden":                    Terminal,
+	"InvalidBucketName":            Terminal,
+	"InvalidBucketState":           Terminal,
+	"InvalidObjectState":           Terminal,
+	"InvalidStorageClass":          Terminal,
+	"InvalidArgument":              Terminal,
+	"InvalidRequest":               Terminal,
+	"InvalidRange":                 Terminal,
+	"KeyTooLongError":              Terminal,
+	"EntityTooLarge":               Terminal,
+	"EntityTooSmall":               Terminal,
+	"MetadataTooLarge":             Terminal,
+	"MissingContentLength":         Terminal,
+	"MethodNotAllowed":             Terminal,
+	"NotImplemented":               Terminal,
+	"AllAccessDisabled":            Terminal,
+	"AccountProblem":               Terminal,
+	"PermanentRedirect":            Terminal,
+	"AuthorizationHeaderMalformed": Terminal,
+	"RequestTimeTooSkewed":         Terminal,
+
 	// The upstream failed; try again.
 	"InternalError":           Transient,
 	"InternalFailure":         Transient,
 	"ServiceUnavailable":      Transient,
 	"RequestTimeout":          Transient,
 	"RequestTimeoutException": Transient,
+	// S3: a multipart upload that someone aborted, parts or bytes damaged
+	// on the way, or a conditional write (If-Match, If-None-Match) that lost
+	// to another writer: a new attempt starts from the current state.
+	"NoSuchUpload":               Transient,
+	"InvalidPart":                Transient,
+	"InvalidPartOrder":           Transient,
+	"BadDigest":                  Transient,
+	"InvalidDigest":              Transient,
+	"XAmzContentSHA256Mismatch":  Transient,
+	"IncompleteBody":             Transient,
+	"PreconditionFailed":         Transient,
+	"ConditionalRequestConflict": Transient,
+	"OperationAborted":           Transient,
 }
 
 // Classify says what to do about err, which an SDK call or LoadConfig

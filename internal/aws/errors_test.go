@@ -63,6 +63,16 @@ func TestClassify(t *testing.T) {
 		{name: "legacy query code", err: sdkError(400, nil, api("AWS.SimpleQueueService.NonExistentQueue", smithy.FaultClient)), want: NotFound},
 		{name: "ResourceNotFoundException", err: sdkError(400, nil, &types.ResourceNotFoundException{}), want: NotFound},
 		{name: "S3 NoSuchBucket", err: sdkError(404, nil, api("NoSuchBucket", smithy.FaultClient)), want: NotFound},
+		{name: "S3 NoSuchKey", err: sdkError(404, nil, api("NoSuchKey", smithy.FaultClient)), want: NotFound},
+		{name: "S3 HEAD of a missing object", err: sdkError(404, nil, api("NotFound", smithy.FaultClient)), want: NotFound},
+		{name: "S3 NoSuchUpload: a new upload may go", err: sdkError(404, nil, api("NoSuchUpload", smithy.FaultClient)), want: Transient},
+		{name: "S3 PreconditionFailed: another writer won", err: sdkError(412, nil, api("PreconditionFailed", smithy.FaultClient)), want: Transient},
+		{name: "S3 BadDigest", err: sdkError(400, nil, api("BadDigest", smithy.FaultClient)), want: Transient},
+		{name: "S3 HEAD refused", err: sdkError(403, nil, api("Forbidden", smithy.FaultClient)), want: Terminal},
+		{name: "S3 wrong region", err: sdkError(301, nil, api("PermanentRedirect", smithy.FaultClient)), want: Terminal},
+		{name: "S3 InvalidBucketName", err: sdkError(400, nil, api("InvalidBucketName", smithy.FaultClient)), want: Terminal},
+		{name: "S3 archived object", err: sdkError(403, nil, api("InvalidObjectState", smithy.FaultClient)), want: Terminal},
+		{name: "S3 EntityTooLarge", err: sdkError(400, nil, api("EntityTooLarge", smithy.FaultClient)), want: Terminal},
 
 		// Throttled.
 		{name: "QueueDeletedRecently waits 60s", err: sdkError(400, nil, &types.QueueDeletedRecently{ErrorCodeOverride: awssdk.String("AWS.SimpleQueueService.QueueDeletedRecently")}), want: Throttled, wantAfter: 60 * time.Second},

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -55,18 +56,28 @@ type LimiterOptions struct {
 	QPS float64
 	// Burst is the bucket's size per endpoint. Zero means DefaultBurst.
 	Burst int
-	// Clock tells the time. Nil means the real clock.
+	// Clock tells the time. Nil means the real clock. A waiting Limiters
+	// (Wait) sleeps on it when it is a clock.Clock, else on the real one.
 	Clock clock.PassiveClock
+	// Wait makes a call that finds its endpoint's bucket empty wait for a
+	// token, for as long as its context allows, instead of failing at once.
+	// It is for one-shot agents, which have nothing else to do and must not
+	// fail because a bucket was empty for a moment (a backup uploading many
+	// parts at once). A controller's worker must never wait: controllers
+	// leave it false. A waiting call whose deadline comes before its token
+	// could fails at once, with the *RateLimitedError, as without Wait.
+	Wait bool
 }
 
 // Limiters holds one token bucket per upstream endpoint, shared by every
-// worker of the process. It never blocks: a call that finds the bucket empty
-// is refused with a *RateLimitedError, and a refused call takes no token.
-// It is safe for concurrent use.
+// worker of the process. It never blocks, unless made with Wait: a call that
+// finds the bucket empty is refused with a *RateLimitedError, and a refused
+// call takes no token. It is safe for concurrent use.
 type Limiters struct {
 	qps   rate.Limit
 	burst int
 	clock clock.PassiveClock
+	wait  bool
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -82,7 +93,9 @@ type bucket struct {
 type Stats struct {
 	// Sent calls took a token and went to the upstream.
 	Sent uint64
-	// Refused calls found no token and were not sent.
+	// Refused calls found no token and were not sent. With Wait, a call
+	// counts once each time it tried and found none, also when it went
+	// later.
 	Refused uint64
 }
 
@@ -120,7 +133,7 @@ func NewLimiters(o LimiterOptions) (*Limiters, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Limiters{qps: rate.Limit(o.QPS), burst: o.Burst, clock: o.Clock, buckets: map[string]*bucket{}}, nil
+	return &Limiters{qps: rate.Limit(o.QPS), burst: o.Burst, clock: o.Clock, wait: o.Wait, buckets: map[string]*bucket{}}, nil
 }
 
 func (l *Limiters) bucket(endpoint string) *bucket {
@@ -189,10 +202,39 @@ func WithCallGroup(ctx context.Context, n int) context.Context {
 	return context.WithValue(ctx, callGroupKey{}, &callGroup{n: n})
 }
 
-// take takes what a call in ctx needs from endpoint's bucket: nothing when
-// its group has paid for it, the group's tokens when it is the group's
-// first call, one token otherwise.
+// take takes what a call in ctx needs from endpoint's bucket, as takeOnce
+// does; when l waits, it tries again each time the refusal says that a
+// token will be there, until ctx's deadline would pass first.
 func (l *Limiters) take(ctx context.Context, endpoint string) error {
+	for {
+		err := l.takeOnce(ctx, endpoint)
+		var limited *RateLimitedError
+		if !l.wait || !errors.As(err, &limited) {
+			return err
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < limited.RetryAfter {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-l.after(limited.RetryAfter):
+		}
+	}
+}
+
+// after is time.After on l's clock, when it can sleep.
+func (l *Limiters) after(d time.Duration) <-chan time.Time {
+	if c, ok := l.clock.(clock.Clock); ok {
+		return c.After(d)
+	}
+	return time.After(d)
+}
+
+// takeOnce takes what a call in ctx needs from endpoint's bucket: nothing
+// when its group has paid for it, the group's tokens when it is the group's
+// first call, one token otherwise.
+func (l *Limiters) takeOnce(ctx context.Context, endpoint string) error {
 	g, ok := ctx.Value(callGroupKey{}).(*callGroup)
 	if !ok {
 		return l.takeN(endpoint, 1)

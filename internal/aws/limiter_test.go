@@ -407,3 +407,80 @@ func TestRequestsTotalOutcomes(t *testing.T) {
 	g.Expect([]float64{count(OutcomeSuccess), count(OutcomeNotFound), count(OutcomeThrottled), count(OutcomeTransient)}).
 		To(Equal([]float64{0, 1, 1, 2}))
 }
+
+// TestLimitersWait shows that a waiting Limiters holds a call until its
+// bucket has a token, never past the call's deadline, and gives up when the
+// call's context ends.
+func TestLimitersWait(t *testing.T) {
+	const endpoint = "http://127.0.0.1:1"
+	newWaiting := func(t *testing.T, qps float64) (*Limiters, *clocktesting.FakeClock) {
+		clock := clocktesting.NewFakeClock(epoch)
+		l, err := NewLimiters(LimiterOptions{QPS: qps, Burst: 1, Clock: clock, Wait: true})
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(l.take(context.Background(), endpoint)).To(Succeed(), "the full bucket's token")
+		return l, clock
+	}
+
+	t.Run("a call waits for the next token", func(t *testing.T) {
+		g := NewWithT(t)
+		l, clock := newWaiting(t, 10)
+		done := make(chan error, 1)
+		go func() { done <- l.take(callCtx(t), endpoint) }()
+		g.Eventually(clock.HasWaiters).Should(BeTrue())
+		g.Consistently(done).ShouldNot(Receive(), "no token yet")
+		clock.Step(100 * time.Millisecond)
+		g.Eventually(done).Should(Receive(BeNil()))
+		g.Expect(l.Stats(endpoint)).To(Equal(Stats{Sent: 2, Refused: 1}))
+	})
+
+	t.Run("a deadline before the token fails at once", func(t *testing.T) {
+		g := NewWithT(t)
+		l, _ := newWaiting(t, 0.01) // a token every 100 s
+		err := l.take(callCtx(t), endpoint)
+		var limited *RateLimitedError
+		g.Expect(errors.As(err, &limited)).To(BeTrue(), "%v", err)
+		g.Expect(Classify(err)).To(Equal(Throttled))
+	})
+
+	t.Run("a cancelled call stops waiting", func(t *testing.T) {
+		g := NewWithT(t)
+		l, clock := newWaiting(t, 10)
+		ctx, cancel := context.WithCancel(callCtx(t))
+		done := make(chan error, 1)
+		go func() { done <- l.take(ctx, endpoint) }()
+		g.Eventually(clock.HasWaiters).Should(BeTrue())
+		cancel()
+		var err error
+		g.Eventually(done).Should(Receive(&err))
+		g.Expect(Classify(err)).To(Equal(Throttled))
+		// It took nothing: the next token goes to the next call.
+		clock.Step(100 * time.Millisecond)
+		g.Expect(l.take(callCtx(t), endpoint)).To(Succeed())
+	})
+
+	t.Run("a Limiters without Wait still refuses at once", func(t *testing.T) {
+		g := NewWithT(t)
+		l, err := NewLimiters(LimiterOptions{QPS: 10, Burst: 1, Clock: clocktesting.NewFakeClock(epoch)})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(l.take(callCtx(t), endpoint)).To(Succeed())
+		g.Expect(Classify(l.take(callCtx(t), endpoint))).To(Equal(Throttled))
+	})
+}
+
+// TestLimitersWaitThroughSDK: calls of a client on a waiting Limiters all
+// go, one after the other, through a bucket that holds one token at a time.
+func TestLimitersWaitThroughSDK(t *testing.T) {
+	g := NewWithT(t)
+	l, err := NewLimiters(LimiterOptions{QPS: 20, Burst: 1, Wait: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	c := newSQS(t, Connection{EndpointURL: server.URL, Limiters: l})
+	for range 4 {
+		_, err := c.ListQueues(callCtx(t), &sqs.ListQueuesInput{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	u, err := url.Parse(server.URL)
+	g.Expect(err).NotTo(HaveOccurred())
+	stats := l.Stats(EndpointKey(u))
+	g.Expect(stats.Sent).To(Equal(uint64(4)))
+	g.Expect(stats.Refused).To(BeNumerically(">=", 1), "some calls found the bucket empty and waited")
+}

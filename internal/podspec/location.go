@@ -9,6 +9,14 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
 
+// DefaultAgentImage is Tend's image when nobody says which: the manager
+// passes its own (--agent-image).
+const DefaultAgentImage = "ghcr.io/tend-dev/tend:dev"
+
+// AgentBinary is the tend binary in Tend's image; its subcommands are the
+// agents.
+const AgentBinary = "/tend"
+
 // Where the agents find their inputs inside a pod.
 const (
 	// ConnectionDir holds the cluster's connection ConfigMap: the keys
@@ -136,4 +144,24 @@ func Source(src etcdv1alpha1.RestoreSource) Location {
 		return S3(src.S3, src.S3.Key)
 	}
 	return Volume(src.Volume, src.Volume.Path, true)
+}
+
+// ReadOnly is l with its volumes mounted read-only, for the steps that
+// only read the file.
+func (l Location) ReadOnly() Location {
+	out := l
+	out.Volumes = make([]corev1.Volume, len(l.Volumes))
+	for i, v := range l.Volumes {
+		v = *v.DeepCopy()
+		if v.PersistentVolumeClaim != nil {
+			v.PersistentVolumeClaim.ReadOnly = true
+		}
+		out.Volumes[i] = v
+	}
+	out.Mounts = make([]corev1.VolumeMount, len(l.Mounts))
+	for i, m := range l.Mounts {
+		m.ReadOnly = true
+		out.Mounts[i] = m
+	}
+	return out
 }

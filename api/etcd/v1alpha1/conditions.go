@@ -68,8 +68,6 @@ const (
 	ReasonRestoring = "Restoring"
 	// ReasonRestoredFromBackup: the cluster started from a backup.
 	ReasonRestoredFromBackup = "RestoredFromBackup"
-	// ReasonWaitingForBackup: the backup to restore is not Complete yet.
-	ReasonWaitingForBackup = "WaitingForBackup"
 	// ReasonRestoreFailed: a member's restore Job failed; its message and
 	// the Job's logs say why.
 	ReasonRestoreFailed = "RestoreFailed"

@@ -161,7 +161,7 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 			size = *c.Spec.Storage.Size
 		}
 		claims = []corev1.PersistentVolumeClaim{{
-			ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: labels(c)},
+			ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: claimLabels(c)},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				StorageClassName: c.Spec.Storage.StorageClassName,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/manager"
+	"github.com/tend-dev/tend/internal/podspec"
 )
 
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters,verbs=get;list;watch
@@ -36,7 +38,9 @@ import (
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
 
 // Name is the controller's name for --controllers.
@@ -55,6 +59,9 @@ type Options struct {
 	// Clock times member health and certificate renewal; nil is the real
 	// clock. Tests set a fake one; no flag does.
 	Clock clock.PassiveClock
+	// AgentImage is Tend's own image, whose agents restore members' data.
+	// cmd/tend sets it from --agent-image.
+	AgentImage string
 }
 
 // DefaultOptions returns the settings used when no flag is given.
@@ -84,6 +91,7 @@ func Controller(opts *Options) manager.Controller {
 				Recorder:             mgr.GetEventRecorder("tend-etcdcluster"),
 				MemberChangeInterval: opts.MemberChangeInterval,
 				Clock:                opts.Clock,
+				AgentImage:           opts.AgentImage,
 			}
 			return r.SetupWithManager(mgr, opts.Workers)
 		},
@@ -104,6 +112,8 @@ type Reconciler struct {
 	Connect func(context.Context, etcd.Config) (Members, error)
 	// MemberChangeInterval: see Options.
 	MemberChangeInterval time.Duration
+	// AgentImage: see Options.
+	AgentImage string
 
 	// nextLook is when each cluster's membership may next be looked at,
 	// under MemberChangeInterval. Losing it on a restart only allows one
@@ -120,6 +130,8 @@ type Members interface {
 	Remove(ctx context.Context, id etcd.MemberID) error
 	MoveLeader(ctx context.Context, to etcd.MemberID) error
 	EnableAuth(ctx context.Context, rootPassword string) error
+	SetRootPassword(ctx context.Context, password string) error
+	DisableAuth(ctx context.Context) error
 	Close() error
 }
 
@@ -127,6 +139,9 @@ type Members interface {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.AgentImage == "" {
+		r.AgentImage = podspec.DefaultAgentImage
 	}
 	if r.Connect == nil {
 		r.Connect = func(ctx context.Context, cfg etcd.Config) (Members, error) { return etcd.New(ctx, cfg) }
@@ -142,10 +157,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if err != nil {
 		return fmt.Errorf("indexing EtcdClusters by TLS Secret: %w", err)
 	}
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &etcdv1alpha1.EtcdCluster{}, indexRestoreBackup, func(obj client.Object) []string {
+		c := obj.(*etcdv1alpha1.EtcdCluster)
+		if !restoring(c) || c.Spec.Bootstrap.Restore.BackupRef == nil {
+			return nil
+		}
+		return []string{c.Spec.Bootstrap.Restore.BackupRef.Name}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing EtcdClusters by the backup they restore: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		// A pass's own status write must not start another.
-		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A pass's own status write must not start another; a person's
+		// annotation (skip the final snapshot, adopt volumes) must.
+		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.Secret{}).
@@ -154,6 +181,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A user's TLS Secret is not ours to own, but its fix must start a
 		// pass.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret)).
+		// A backup that a new cluster restores from, or a deleted
+		// cluster's final snapshot, moves the cluster on when it is done.
+		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfBackup)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -173,6 +203,29 @@ func (r *Reconciler) clustersUsingSecret(ctx context.Context, obj client.Object)
 	reqs := make([]reconcile.Request, len(list.Items))
 	for i := range list.Items {
 		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
+}
+
+// indexRestoreBackup indexes EtcdClusters by the EtcdBackup that
+// spec.bootstrap.restore names.
+const indexRestoreBackup = ".spec.bootstrap.restore.backupRef.name"
+
+// clustersOfBackup maps an EtcdBackup to the clusters that wait for it:
+// new clusters restoring from it, and the cluster it is the final snapshot
+// of.
+func (r *Reconciler) clustersOfBackup(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list etcdv1alpha1.EtcdClusterList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexRestoreBackup: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing EtcdClusters by the backup they restore", "backup", klog.KObj(obj))
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	if name := obj.GetLabels()[etcdv1alpha1.LabelBackupCluster]; name != "" && strings.HasPrefix(obj.GetName(), name+"-final-") {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
 	}
 	return reqs
 }

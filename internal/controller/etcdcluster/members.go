@@ -86,7 +86,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	if err := r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views)); err != nil {
 		return err
 	}
-	if c.Spec.Auth.Enabled && s.obs.healthyQuorum {
+	if (c.Spec.Auth.Enabled || restoring(c)) && s.obs.healthyQuorum {
 		if err := r.enableAuth(callCtx, s, cli); err != nil {
 			return err
 		}
@@ -208,15 +208,30 @@ func (r *Reconciler) addLearner(ctx context.Context, s *scope, cli Members, ordi
 }
 
 // enableAuth turns on etcd's authentication with the root user, before
-// the init Job exists (it checks the root login); afterwards it is done.
+// the init Job exists (it checks the root login); afterwards it is done. A
+// cluster restored from a backup has the old cluster's auth: it is made to
+// match the spec and the new root Secret.
 func (r *Reconciler) enableAuth(ctx context.Context, s *scope, cli Members) error {
 	if s.obs.job != jobNone {
+		return nil
+	}
+	c := s.cluster
+	if !c.Spec.Auth.Enabled {
+		// Restored data brings the old cluster's auth: this one has none.
+		if err := cli.DisableAuth(ctx); err != nil {
+			return fmt.Errorf("disabling the restored data's authentication: %w", err)
+		}
 		return nil
 	}
 	if err := cli.EnableAuth(ctx, s.rootPassword); err != nil {
 		return fmt.Errorf("enabling authentication: %w", err)
 	}
-	c := s.cluster
+	if restoring(c) {
+		// Restored data brings the old cluster's root password.
+		if err := cli.SetRootPassword(ctx, s.rootPassword); err != nil {
+			return fmt.Errorf("setting the restored data's root password: %w", err)
+		}
+	}
 	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "Enabled authentication; the root user's password is in Secret %s", RootSecretName(c))
 	return nil
 }

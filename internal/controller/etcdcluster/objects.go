@@ -74,6 +74,12 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	if c.Spec.Paused {
 		return nil
 	}
+	if len(c.Status.Members) == 0 {
+		ready, err := r.prepareNewCluster(ctx, s)
+		if err != nil || !ready {
+			return err
+		}
+	}
 	n, boot := replicas(c), Bootstrap{State: "new"}
 	for i := range n {
 		boot.Members = append(boot.Members, memberName(c, int(i)))
@@ -175,18 +181,7 @@ func (r *Reconciler) observeInitJob(ctx context.Context, s *scope) error {
 	case err != nil:
 		return fmt.Errorf("reading Job %s: %w", initJobName(c), err)
 	}
-	s.obs.job = jobRunning
-	for _, cond := range job.Status.Conditions {
-		if cond.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch cond.Type {
-		case batchv1.JobComplete:
-			s.obs.job = jobComplete
-		case batchv1.JobFailed:
-			s.obs.job, s.obs.jobMessage = jobFailed, cond.Message
-		}
-	}
+	s.obs.job, s.obs.jobMessage = jobStateOf(job)
 	return nil
 }
 
@@ -217,4 +212,29 @@ func isMemberPVC(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim)
 		return 0, false
 	}
 	return memberOrdinal(c, name)
+}
+
+// prepareNewCluster checks, before a new cluster's StatefulSet is made,
+// that no older cluster's volumes are in the way, and restores the members'
+// data first when the spec asks for it. It tells whether the StatefulSet
+// may be made now.
+func (r *Reconciler) prepareNewCluster(ctx context.Context, s *scope) (bool, error) {
+	c := s.cluster
+	if c.Annotations[etcdv1alpha1.AnnotationAdoptVolumes] != "true" {
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
+			return false, fmt.Errorf("listing volume claims: %w", err)
+		}
+		if stale := staleVolumes(c, pvcs.Items); len(stale) > 0 {
+			r.event(c, corev1.EventTypeWarning, "StaleVolumes", "CreateStatefulSet",
+				"Not starting members on volume claims of an older cluster named %s: %s", c.Name, strings.Join(stale, ", "))
+			s.obs.staleVolumes = stale
+			s.requeueAfter(requeueSteady)
+			return false, nil
+		}
+	}
+	if restoring(c) && c.Status.RestoredFrom == nil {
+		return r.reconcileRestore(ctx, s)
+	}
+	return true, nil
 }

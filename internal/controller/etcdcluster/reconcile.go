@@ -44,6 +44,10 @@ type scope struct {
 	obs observation
 	// requeue is the shortest requeue any phase asked for.
 	requeue time.Duration
+	// finalSnapshot is the final EtcdBackup of a deleted cluster, once it
+	// exists; released is set once the deletion took the finalizer off.
+	finalSnapshot string
+	released      bool
 }
 
 // requeueAfter asks for a pass within d; the shortest request wins.
@@ -62,16 +66,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if c.DeletionTimestamp != nil {
-		// The garbage collector deletes the owned objects; the members'
-		// volumes stay (PVC retention Retain), so no data is lost.
-		r.nextLook.Delete(c.UID)
-		return ctrl.Result{}, nil
+	if c.DeletionTimestamp == nil {
+		if err := r.reconcileFinalizer(ctx, c); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	s := &scope{cluster: c, now: r.Clock.Now()}
 	before := c.DeepCopy()
 	defer func() {
-		c.Status = calculateStatus(c, s.obs, s.now)
+		if s.released {
+			return // the finalizer is off: the cluster is gone or going
+		}
+		if c.DeletionTimestamp != nil {
+			c.Status = deletingStatus(c, s)
+		} else {
+			c.Status = calculateStatus(c, s.obs, s.now)
+		}
 		if retErr == nil {
 			c.Status.ObservedGeneration = c.Generation
 		}
@@ -80,6 +90,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
+	if c.DeletionTimestamp != nil {
+		r.nextLook.Delete(c.UID)
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+	}
 	if err := r.reconcileNormal(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -107,6 +121,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		}
 	}
 	if err := r.reconcileStatefulSet(ctx, s); err != nil {
+		return err
+	}
+	if err := r.reconcileConnection(ctx, s); err != nil {
 		return err
 	}
 	if err := r.observeInitJob(ctx, s); err != nil {

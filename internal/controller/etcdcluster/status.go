@@ -32,6 +32,13 @@ type observation struct {
 	jobMessage    string
 	// step is the membership change the pass made or waits to make.
 	step step
+	// deletion is what a deleted cluster waits for.
+	deletion *deletion
+	// staleVolumes are volume claims of an older cluster of the same name
+	// that a new cluster would start on.
+	staleVolumes []string
+	// restore is how far a restore from a backup got.
+	restore *restoreProgress
 }
 
 // calculateStatus computes c's status from what a pass observed. It starts
@@ -82,8 +89,36 @@ func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time
 	setAvailable(c, obs, &st, set)
 	setProgressing(c, obs, set)
 	setDegraded(c, obs, set)
+	setRestored(c, obs, &st, set)
 	st.Phase = phaseOf(c, st.Conditions)
 	return st
+}
+
+// setRestored reports a restore from a backup: in progress, failed, or
+// done (with the backup and revision), for the life of the cluster.
+func setRestored(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1.EtcdClusterStatus, set setFunc) {
+	const t = etcdv1alpha1.ConditionRestored
+	p := obs.restore
+	switch {
+	case !restoring(c):
+		return
+	case p == nil && st.RestoredFrom == nil:
+		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonRestoring, "The restore has not started")
+	case p == nil:
+		// Done in an earlier pass; the condition stays as it was.
+	case p.done:
+		st.RestoredFrom = p.from
+		msg := fmt.Sprintf("Every member started from %s", p.from.URI)
+		if p.from.Backup != "" {
+			msg = fmt.Sprintf("Every member started from EtcdBackup %s (%s)", p.from.Backup, p.from.URI)
+		}
+		if p.from.Revision > 0 {
+			msg += fmt.Sprintf(" at revision %d; new revisions start above %d", p.from.Revision, p.from.Revision+bumpRevision)
+		}
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoredFromBackup, msg)
+	default:
+		set(t, metav1.ConditionFalse, p.reason, p.message)
+	}
 }
 
 type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
@@ -100,6 +135,10 @@ func setAvailable(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1
 	switch {
 	case obs.tlsProblem != "":
 		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonInvalidTLSSecrets, "Tend cannot check the members without its client certificate; see Degraded")
+	case obs.restore != nil && !obs.restore.done:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping, "The members start once their data is restored; see Restored")
+	case len(obs.staleVolumes) > 0:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping, "The members do not start while an older cluster's volumes are in the way; see Degraded")
 	case obs.members == nil && obs.job == jobNone:
 		msg := "Waiting for the members to start and form the cluster"
 		if obs.unreachable != nil {
@@ -134,6 +173,8 @@ func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonPaused, "spec.paused is true: Tend changes nothing until it is false")
 	case obs.tlsProblem != "":
 		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonInvalidTLSSecrets, "Tend cannot act on the members without its client certificate; see Degraded")
+	case obs.restore != nil && !obs.restore.done && !obs.restore.failed:
+		set(t, metav1.ConditionTrue, obs.restore.reason, obs.restore.message)
 	case obs.creating || (obs.members == nil && obs.job == jobNone):
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonCreating, fmt.Sprintf("Creating the cluster: %d members start together", replicas(c)))
 	case obs.members == nil:
@@ -169,6 +210,14 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	switch {
 	case obs.tlsProblem != "":
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonInvalidTLSSecrets, obs.tlsProblem)
+	case obs.restore != nil && obs.restore.failed:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoreFailed, obs.restore.message)
+	case len(obs.staleVolumes) > 0:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonStaleVolumes, fmt.Sprintf(
+			"Volume claims %s hold the data of an older cluster named %s, and the new members would start on them. "+
+				"Delete them (kubectl delete pvc -n %s %s) to start empty, restore that data with spec.bootstrap.restore, "+
+				"or annotate this cluster %s=true to start on them",
+			strings.Join(obs.staleVolumes, ", "), c.Name, c.Namespace, strings.Join(obs.staleVolumes, " "), etcdv1alpha1.AnnotationAdoptVolumes))
 	case obs.job == jobFailed:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonInitFailed,
 			fmt.Sprintf("The init Job %s failed (%s). Read its pod logs; delete the Job to run it again", initJobName(c), obs.jobMessage))
@@ -199,6 +248,8 @@ func phaseOf(c *etcdv1alpha1.EtcdCluster, conds []metav1.Condition) string {
 	switch {
 	case c.Spec.Paused:
 		return etcdv1alpha1.PhasePaused
+	case progressing.Reason == etcdv1alpha1.ReasonRestoring:
+		return etcdv1alpha1.PhaseRestoring
 	case degraded.Status == metav1.ConditionTrue && degraded.Reason != etcdv1alpha1.ReasonEvenMembers:
 		return etcdv1alpha1.PhaseDegraded
 	case available.Reason == etcdv1alpha1.ReasonBootstrapping:
@@ -274,4 +325,22 @@ func compareVersions(a, b string) int {
 		}
 	}
 	return 0
+}
+
+// deletingStatus is the status of a deleted cluster: what was known stays;
+// the Deleting condition says what the deletion waits for.
+func deletingStatus(c *etcdv1alpha1.EtcdCluster, s *scope) etcdv1alpha1.EtcdClusterStatus {
+	st := *c.Status.DeepCopy()
+	st.Phase = etcdv1alpha1.PhaseDeleting
+	if s.finalSnapshot != "" {
+		st.FinalSnapshot = s.finalSnapshot
+	}
+	d := s.obs.deletion
+	if d == nil {
+		d = &deletion{etcdv1alpha1.ReasonDeletingMembers, fmt.Sprintf("deletionPolicy %s: nothing to wait for", deletionPolicy(c))}
+	}
+	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: etcdv1alpha1.ConditionDeleting, Status: metav1.ConditionTrue, Reason: d.reason, Message: d.message, ObservedGeneration: c.Generation,
+	})
+	return st
 }

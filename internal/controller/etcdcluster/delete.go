@@ -1,0 +1,281 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// finalizerData holds a deleted cluster until its data is dealt with as
+// spec.deletionPolicy says: the final snapshot taken (Snapshot), and the
+// members' volumes, which the garbage collector does not delete, deleted
+// (Snapshot and Delete). Retain needs no finalizer.
+const finalizerData = "etcd.tend.dev/data"
+
+// labelFinalSnapshotOf marks the volume claim of a deleted cluster's final
+// snapshot. It is not the cluster label: the claim outlives the cluster
+// and is none of its members' volumes.
+const labelFinalSnapshotOf = "etcd.tend.dev/final-snapshot-of"
+
+func deletionPolicy(c *etcdv1alpha1.EtcdCluster) etcdv1alpha1.DeletionPolicy {
+	if c.Spec.DeletionPolicy == "" {
+		return etcdv1alpha1.DeletionSnapshot
+	}
+	return c.Spec.DeletionPolicy
+}
+
+// wantsFinalizer tells whether the deletion policy needs Tend to act when
+// the cluster is deleted.
+func wantsFinalizer(c *etcdv1alpha1.EtcdCluster) bool {
+	return deletionPolicy(c) != etcdv1alpha1.DeletionRetain
+}
+
+// FinalBackupName is the EtcdBackup that holds a deleted cluster's final
+// snapshot. The UID's head tells apart the final snapshots of clusters
+// that had the same name one after the other.
+func FinalBackupName(c *etcdv1alpha1.EtcdCluster) string {
+	return fmt.Sprintf("%s-final-%s", c.Name, string(c.UID)[:min(8, len(c.UID))])
+}
+
+// finalSnapshotClaimName is the volume claim that receives the final
+// snapshot of a cluster without spec.backup.
+func finalSnapshotClaimName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-final-snapshot" }
+
+// finalBackup builds the EtcdBackup of the final snapshot. It is not owned
+// by the cluster, so that it outlives it, and it keeps its file when it is
+// deleted itself.
+func finalBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
+	b := &etcdv1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: FinalBackupName(c), Namespace: c.Namespace,
+			Labels: map[string]string{etcdv1alpha1.LabelBackupCluster: c.Name, "app.kubernetes.io/managed-by": "tend"},
+		},
+		Spec: etcdv1alpha1.EtcdBackupSpec{
+			ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name},
+			BackupOptions: etcdv1alpha1.BackupOptions{
+				Compression:    etcdv1alpha1.CompressionNone,
+				Verify:         ptr.To(true),
+				ArtifactPolicy: etcdv1alpha1.ArtifactRetain,
+			},
+		},
+	}
+	if c.Spec.Backup != nil {
+		b.Spec.Destination = *c.Spec.Backup.Destination.DeepCopy()
+		if c.Spec.Backup.Compression != "" {
+			b.Spec.Compression = c.Spec.Backup.Compression
+		}
+	} else {
+		b.Spec.Destination.Volume = &etcdv1alpha1.VolumeLocation{ClaimName: finalSnapshotClaimName(c)}
+	}
+	return b
+}
+
+// finalSnapshotClaim is the volume claim for the final snapshot when the
+// cluster names no backup destination: as large as a member's volume,
+// which holds the database and more, in the members' storage class.
+func finalSnapshotClaim(c *etcdv1alpha1.EtcdCluster) *corev1.PersistentVolumeClaim {
+	size := resource.MustParse("1Gi")
+	if c.Spec.Storage.Size != nil {
+		size = *c.Spec.Storage.Size
+	}
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: finalSnapshotClaimName(c), Namespace: c.Namespace,
+			Labels: map[string]string{labelFinalSnapshotOf: c.Name, "app.kubernetes.io/managed-by": "tend"},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: c.Spec.Storage.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+}
+
+// backupState is how far an EtcdBackup got, as deletion sees it.
+type backupState int
+
+const (
+	backupRunning backupState = iota
+	backupDone
+	backupFailed
+)
+
+// finalBackupState reads b's conditions: done once Complete and, when it
+// is verified, Verified; failed when it failed or its verification did.
+func finalBackupState(b *etcdv1alpha1.EtcdBackup) (backupState, string) {
+	conds := b.Status.Conditions
+	if f := apimeta.FindStatusCondition(conds, etcdv1alpha1.BackupFailed); f != nil && f.Status == metav1.ConditionTrue {
+		return backupFailed, f.Message
+	}
+	if !apimeta.IsStatusConditionTrue(conds, etcdv1alpha1.BackupComplete) {
+		return backupRunning, ""
+	}
+	if !ptr.Deref(b.Spec.Verify, true) {
+		return backupDone, ""
+	}
+	v := apimeta.FindStatusCondition(conds, etcdv1alpha1.BackupVerified)
+	switch {
+	case v == nil || v.Status == metav1.ConditionUnknown:
+		return backupRunning, ""
+	case v.Status == metav1.ConditionFalse:
+		return backupFailed, "its verification failed: " + v.Message
+	}
+	return backupDone, ""
+}
+
+// deletion is what the deletion of a cluster waits for, for its status.
+type deletion struct {
+	reason, message string
+}
+
+// reconcileDelete deals with a deleted cluster's data as its deletion
+// policy says, then lets it go: with Snapshot it takes the final backup
+// first; with Snapshot and Delete it deletes the StatefulSet and the
+// members' volumes. Each step checks the world first, so a pass that was
+// cut short is picked up by the next.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+	c := s.cluster
+	if !controllerutil.ContainsFinalizer(c, finalizerData) {
+		return nil
+	}
+	if deletionPolicy(c) == etcdv1alpha1.DeletionSnapshot {
+		done, err := r.takeFinalSnapshot(ctx, s)
+		if err != nil || !done {
+			return err
+		}
+	}
+	if deletionPolicy(c) != etcdv1alpha1.DeletionRetain {
+		s.obs.deletion = &deletion{etcdv1alpha1.ReasonDeletingMembers, "Deleting the members and their volumes"}
+		if err := r.deleteMembers(ctx, c); err != nil {
+			return err
+		}
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	controllerutil.RemoveFinalizer(c, finalizerData)
+	if err := r.Patch(ctx, c, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing the finalizer: %w", err)
+	}
+	s.released = true
+	return nil
+}
+
+// takeFinalSnapshot makes sure the final EtcdBackup exists and tells
+// whether it is done. A cluster that never made its StatefulSet holds no
+// data; a person may skip the snapshot with an annotation.
+func (r *Reconciler) takeFinalSnapshot(ctx context.Context, s *scope) (bool, error) {
+	c := s.cluster
+	if c.Annotations[etcdv1alpha1.AnnotationSkipFinalSnapshot] == "true" {
+		r.event(c, corev1.EventTypeWarning, "FinalSnapshotSkipped", "Delete",
+			"Deleting without a final snapshot: the annotation %s is true", etcdv1alpha1.AnnotationSkipFinalSnapshot)
+		return true, nil
+	}
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: statefulSetName(c)}, sts)
+	if apierrors.IsNotFound(err) && len(c.Status.Members) == 0 {
+		return true, nil // never started: no data
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("reading StatefulSet %s: %w", statefulSetName(c), err)
+	}
+	backup := &etcdv1alpha1.EtcdBackup{}
+	err = r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: FinalBackupName(c)}, backup)
+	if apierrors.IsNotFound(err) {
+		if err := r.createFinalBackup(ctx, c); err != nil {
+			return false, err
+		}
+		s.obs.deletion = &deletion{etcdv1alpha1.ReasonTakingFinalSnapshot,
+			fmt.Sprintf("Taking the final snapshot, EtcdBackup %s, before deleting the members", FinalBackupName(c))}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading EtcdBackup %s: %w", FinalBackupName(c), err)
+	}
+	s.finalSnapshot = backup.Name
+	state, why := finalBackupState(backup)
+	switch state {
+	case backupFailed:
+		s.obs.deletion = &deletion{etcdv1alpha1.ReasonFinalSnapshotFailed, fmt.Sprintf(
+			"The final snapshot, EtcdBackup %s, failed: %s. The members and volumes stay until it succeeds. To go on: fix the cause and delete the EtcdBackup to take it again; "+
+				"or set spec.deletionPolicy to Delete (no snapshot) or Retain (keep the volumes); or annotate the cluster %s=true to delete without a snapshot",
+			backup.Name, why, etcdv1alpha1.AnnotationSkipFinalSnapshot)}
+		return false, nil
+	case backupRunning:
+		msg := fmt.Sprintf("Waiting for the final snapshot, EtcdBackup %s", backup.Name)
+		if p := apimeta.FindStatusCondition(backup.Status.Conditions, etcdv1alpha1.BackupComplete); p != nil && p.Message != "" {
+			msg += ": " + p.Message
+		}
+		s.obs.deletion = &deletion{etcdv1alpha1.ReasonTakingFinalSnapshot, msg}
+		return false, nil
+	}
+	return true, nil
+}
+
+func (r *Reconciler) createFinalBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	backup := finalBackup(c)
+	if backup.Spec.Destination.Volume != nil {
+		if err := r.Create(ctx, finalSnapshotClaim(c)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the final snapshot's volume claim %s: %w", finalSnapshotClaimName(c), err)
+		}
+	}
+	if err := r.Create(ctx, backup); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the final snapshot's EtcdBackup %s: %w", backup.Name, err)
+	}
+	r.event(c, corev1.EventTypeNormal, "FinalSnapshot", "Delete", "Taking the final snapshot, EtcdBackup %s, before deleting the members", backup.Name)
+	return nil
+}
+
+// deleteMembers deletes the StatefulSet (its pods with it) and the
+// members' volume claims; NotFound counts as done.
+func (r *Reconciler) deleteMembers(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: statefulSetName(c)}}
+	if err := r.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting StatefulSet %s: %w", sts.Name, err)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
+		return fmt.Errorf("listing volume claims: %w", err)
+	}
+	deleted := 0
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		if _, ok := isMemberPVC(c, pvc); !ok || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting volume claim %s: %w", pvc.Name, err)
+		}
+		deleted++
+	}
+	r.event(c, corev1.EventTypeNormal, "MembersDeleted", "Delete", "Deleted StatefulSet %s and %d member volume claims (deletionPolicy %s)", sts.Name, deleted, deletionPolicy(c))
+	return nil
+}
+
+// reconcileFinalizer keeps the finalizer on a cluster whose deletion
+// policy needs one, and takes it off one whose policy became Retain.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	want := wantsFinalizer(c)
+	if want == controllerutil.ContainsFinalizer(c, finalizerData) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if want {
+		controllerutil.AddFinalizer(c, finalizerData)
+	} else {
+		controllerutil.RemoveFinalizer(c, finalizerData)
+	}
+	if err := r.Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("updating the finalizer: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,307 @@
+package etcdcluster
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/podspec"
+)
+
+// bumpRevision is how far a restore moves the store's revision past the
+// snapshot's (etcdutl --bump-revision), with --mark-compacted: clients
+// that watched the old cluster (an apiserver's caches) never see a
+// revision go back, and their watches from older revisions are told to
+// start again. A billion is more writes than any cluster makes between
+// its backup and a restore.
+const bumpRevision = 1_000_000_000
+
+// restoreDir is where etcdutl restores, inside the member's volume, before
+// the agent moves the data into place (internal/agent: restore install).
+const restoreDir = dataDir + "/.tend-restore"
+
+// restoreSource is the file a new cluster starts from.
+type restoreSource struct {
+	loc         podspec.Location
+	sha256      string
+	compression etcdv1alpha1.Compression
+	from        etcdv1alpha1.RestoredFrom
+}
+
+// restoreProgress is how far the restore of a new cluster got, for its
+// status.
+type restoreProgress struct {
+	reason, message string
+	done, failed    bool
+	from            *etcdv1alpha1.RestoredFrom
+}
+
+func restoring(c *etcdv1alpha1.EtcdCluster) bool {
+	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil
+}
+
+// restoreJobName is the Job that restores the i-th member's data.
+func restoreJobName(c *etcdv1alpha1.EtcdCluster, i int) string {
+	return fmt.Sprintf("%s-restore-%d", c.Name, i)
+}
+
+// labelClusterUID on a member's volume claim is the UID of the cluster that
+// made it: a new cluster of the same name must not start on it unawares.
+const labelClusterUID = "etcd.tend.dev/cluster-uid"
+
+// claimLabels are the labels of the members' volume claims.
+func claimLabels(c *etcdv1alpha1.EtcdCluster) map[string]string {
+	l := labels(c)
+	l[labelClusterUID] = string(c.UID)
+	return l
+}
+
+// memberClaim is the i-th member's volume claim as the StatefulSet would
+// make it, for a restore to fill before the StatefulSet exists.
+func memberClaim(c *etcdv1alpha1.EtcdCluster, i int) *corev1.PersistentVolumeClaim {
+	size := resource.MustParse("1Gi")
+	if c.Spec.Storage.Size != nil {
+		size = *c.Spec.Storage.Size
+	}
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: pvcName(c, i), Namespace: c.Namespace, Labels: claimLabels(c)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: c.Spec.Storage.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+}
+
+// restoreJob restores the i-th member's data from src into its volume
+// claim: the agent fetches the file and checks it, the etcdutl of the
+// cluster's version restores it as this member of the new cluster, with
+// the revision bumped, and the agent moves the data into place. Each step
+// finds its own earlier work done, so a retried pod is safe.
+func restoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentImage string) *batchv1.Job {
+	member := memberName(c, i)
+	members := make([]string, 0, replicas(c))
+	for j := range int(replicas(c)) {
+		members = append(members, memberName(c, j))
+	}
+	loc := src.loc.ReadOnly()
+	id := string(c.UID)
+	mounts := []corev1.VolumeMount{{Name: dataVolume, MountPath: dataDir}, {Name: "scratch", MountPath: podspec.ScratchDir}}
+	tend := func(name string, args []string, env []corev1.EnvVar, extra []corev1.VolumeMount) corev1.Container {
+		return corev1.Container{
+			Name:                     name,
+			Image:                    agentImage,
+			ImagePullPolicy:          corev1.PullIfNotPresent,
+			Command:                  append([]string{podspec.AgentBinary}, args...),
+			Env:                      env,
+			VolumeMounts:             append(append([]corev1.VolumeMount{}, mounts...), extra...),
+			SecurityContext:          podspec.ContainerSecurity(),
+			TerminationMessagePath:   agent.TerminationMessagePath,
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		}
+	}
+	fetch := []string{"fetch", "--from=" + src.loc.AgentURI, "--compression=" + string(cmp.Or(src.compression, etcdv1alpha1.CompressionNone)),
+		"--out=" + podspec.ScratchDir + "/snapshot.db"}
+	if src.sha256 != "" {
+		fetch = append(fetch, "--sha256="+src.sha256)
+	}
+	fetch = append(fetch, loc.Args...)
+	etcdutl := corev1.Container{
+		Name:            "restore",
+		Image:           Image(c),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"/usr/local/bin/etcdutl", "snapshot", "restore", podspec.ScratchDir + "/snapshot.db",
+			"--name=" + member,
+			"--initial-cluster=" + initialCluster(c, members),
+			"--initial-cluster-token=" + id,
+			"--initial-advertise-peer-urls=" + peerURL(c, member),
+			"--data-dir=" + restoreDir,
+			"--bump-revision=" + strconv.Itoa(bumpRevision),
+			"--mark-compacted",
+		},
+		VolumeMounts:    mounts,
+		SecurityContext: podspec.ContainerSecurity(),
+	}
+	volumes := append([]corev1.Volume{
+		{Name: dataVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(c, i)}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}, loc.Volumes...)
+	return &batchv1.Job{
+		ObjectMeta: meta(c, restoreJobName(c, i)),
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](2),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:      batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{agent.ExitTerminal}},
+			}}},
+			Template: corev1.PodTemplateSpec{
+				// Not the members' labels: the Services and the budget
+				// must not select this pod.
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+					"app.kubernetes.io/name":       "etcd-restore",
+					"app.kubernetes.io/instance":   c.Name,
+					"app.kubernetes.io/managed-by": "tend",
+				}},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext:              podspec.PodSecurity(),
+					InitContainers: []corev1.Container{
+						tend("prepare", []string{"restore", "prepare", "--data-dir=" + dataDir, "--id=" + id}, nil, nil),
+						tend("fetch", fetch, loc.Env, loc.Mounts),
+						etcdutl,
+					},
+					Containers:   []corev1.Container{tend("install", []string{"restore", "install", "--data-dir=" + dataDir, "--id=" + id}, nil, nil)},
+					Volumes:      volumes,
+					Tolerations:  c.Spec.PodTemplate.Tolerations,
+					NodeSelector: c.Spec.PodTemplate.NodeSelector,
+					Affinity:     c.Spec.PodTemplate.Affinity,
+				},
+			},
+		},
+	}
+}
+
+// resolveRestoreSource finds the file the cluster starts from. A backup
+// that is not Complete yet makes the restore wait; one that failed stops it.
+func (r *Reconciler) resolveRestoreSource(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*restoreSource, *restoreProgress, error) {
+	spec := c.Spec.Bootstrap.Restore
+	if spec.Source != nil {
+		loc := podspec.Source(*spec.Source)
+		return &restoreSource{loc: loc, sha256: spec.Source.SHA256, compression: spec.Source.Compression,
+			from: etcdv1alpha1.RestoredFrom{URI: loc.URI}}, nil, nil
+	}
+	name := spec.BackupRef.Name
+	b := &etcdv1alpha1.EtcdBackup{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, b)
+	if apierrors.IsNotFound(err) {
+		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonWaitingForBackup,
+			message: fmt.Sprintf("EtcdBackup %s does not exist; create it, or name another in spec.bootstrap.restore (a new EtcdCluster)", name)}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading EtcdBackup %s: %w", name, err)
+	}
+	if f := apimeta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.BackupFailed); f != nil && f.Status == metav1.ConditionTrue {
+		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true,
+			message: fmt.Sprintf("EtcdBackup %s failed (%s): restore from another backup in a new EtcdCluster", name, f.Message)}, nil
+	}
+	if !apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) || b.Status.Artifact == nil {
+		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonWaitingForBackup,
+			message: fmt.Sprintf("Waiting for EtcdBackup %s to be Complete", name)}, nil
+	}
+	src := &restoreSource{
+		loc:         podspec.Destination(b.Spec.Destination, b.Namespace, b.Name, b.Spec.Compression),
+		sha256:      b.Status.Artifact.SHA256,
+		compression: b.Status.Artifact.Compression,
+		from:        etcdv1alpha1.RestoredFrom{Backup: name, URI: b.Status.Artifact.URI},
+	}
+	if b.Status.Snapshot != nil {
+		src.from.Revision = b.Status.Snapshot.Revision
+	}
+	return src, nil, nil
+}
+
+// reconcileRestore fills every member's volume from the backup before the
+// StatefulSet exists: one volume claim and one Job per member. It tells
+// whether all are done.
+func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, error) {
+	c := s.cluster
+	src, progress, err := r.resolveRestoreSource(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	if progress != nil {
+		s.obs.restore = progress
+		if !progress.failed {
+			s.requeueAfter(requeueSteady)
+		}
+		return false, nil
+	}
+	var done, failed []string
+	for i := range int(replicas(c)) {
+		if err := r.Create(ctx, memberClaim(c, i)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("creating volume claim %s: %w", pvcName(c, i), err)
+		}
+		job := &batchv1.Job{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: restoreJobName(c, i)}, job)
+		if apierrors.IsNotFound(err) {
+			if err := r.createOwned(ctx, c, restoreJob(c, i, src, r.AgentImage)); err != nil {
+				return false, err
+			}
+			r.event(c, corev1.EventTypeNormal, "RestoreStarted", "Restore", "Restoring member %s from %s", memberName(c, i), src.from.URI)
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading Job %s: %w", restoreJobName(c, i), err)
+		}
+		switch state, msg := jobStateOf(job); state {
+		case jobComplete:
+			done = append(done, job.Name)
+		case jobFailed:
+			failed = append(failed, fmt.Sprintf("%s (%s)", job.Name, msg))
+		}
+	}
+	from := src.from
+	switch {
+	case len(failed) > 0:
+		s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, from: &from, message: fmt.Sprintf(
+			"Restoring from %s failed: %s. The Jobs' pod logs say why; delete the EtcdCluster and create it again once the cause is fixed",
+			from.URI, strings.Join(failed, "; "))}
+		return false, nil
+	case len(done) < int(replicas(c)):
+		s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoring, from: &from,
+			message: fmt.Sprintf("Restoring the members' data from %s: %d of %d done", from.URI, len(done), replicas(c))}
+		return false, nil
+	}
+	from.Time = &metav1.Time{Time: s.now.Truncate(1e9)}
+	s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoredFromBackup, done: true, from: &from}
+	r.event(c, corev1.EventTypeNormal, "Restored", "Restore", "Restored every member's data from %s (revision %d, bumped by %d)", from.URI, from.Revision, bumpRevision)
+	return true, nil
+}
+
+// jobStateOf reads a Job's terminal conditions.
+func jobStateOf(job *batchv1.Job) (jobState, string) {
+	for _, cond := range job.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch cond.Type {
+		case batchv1.JobComplete:
+			return jobComplete, ""
+		case batchv1.JobFailed:
+			return jobFailed, cond.Message
+		}
+	}
+	return jobRunning, ""
+}
+
+// staleVolumes are the claims among pvcs that a new cluster's members
+// would start on but that another cluster of the same name made: its
+// members would come up with that cluster's data, or fail to join. Claims
+// made for this cluster (labelled with its UID) are not stale.
+func staleVolumes(c *etcdv1alpha1.EtcdCluster, pvcs []corev1.PersistentVolumeClaim) []string {
+	var stale []string
+	for i := range pvcs {
+		pvc := &pvcs[i]
+		if _, ok := isMemberPVC(c, pvc); !ok || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		if pvc.Labels[labelClusterUID] != string(c.UID) {
+			stale = append(stale, pvc.Name)
+		}
+	}
+	return stale
+}

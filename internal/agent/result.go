@@ -36,6 +36,9 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// Terminal is true when a retry cannot help.
 	Terminal bool `json:"terminal,omitempty"`
+	// DurationSeconds is how long the step's own work took, measured by the
+	// agent (not the pod's start-up), for status and the benchmarks.
+	DurationSeconds float64 `json:"durationSeconds,omitempty"`
 
 	Artifact     *Artifact     `json:"artifact,omitempty"`
 	Snapshot     *Snapshot     `json:"snapshot,omitempty"`

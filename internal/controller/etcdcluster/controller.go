@@ -42,6 +42,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // Name is the controller's name for --controllers.
 const Name = "etcdcluster"

@@ -180,6 +180,18 @@ func (r *Reconciler) takeFinalSnapshot(ctx context.Context, s *scope) (bool, err
 			"Deleting without a final snapshot: the annotation %s is true", etcdv1alpha1.AnnotationSkipFinalSnapshot)
 		return true, nil
 	}
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
+		return false, fmt.Errorf("reading namespace %s: %w", c.Namespace, err)
+	}
+	if ns.DeletionTimestamp != nil {
+		// Nothing new can be made in a namespace being deleted, and a
+		// final snapshot cannot be taken: its Jobs, Secrets and volume go
+		// with the namespace. Waiting would only hold the namespace.
+		r.event(c, corev1.EventTypeWarning, "FinalSnapshotSkipped", "Delete",
+			"Deleting without a final snapshot: namespace %s is being deleted, and nothing can be made in it. Delete the EtcdCluster before its namespace to keep a final snapshot", c.Namespace)
+		return true, nil
+	}
 	sts := &appsv1.StatefulSet{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: statefulSetName(c)}, sts)
 	if apierrors.IsNotFound(err) && len(c.Status.Members) == 0 {

@@ -11,6 +11,12 @@
 // by pure functions (names.go, builders.go, job.go, pki.go) with table
 // tests; every membership decision is a pure check in internal/etcd or
 // plan.go. The package must not wait in a loop for etcd: every pass does at
-// most one membership step and requeues. Version upgrades, backups and
-// deletion policies are not here yet.
+// most one membership step and requeues.
+//
+// The cluster's side of backups lives here too: the connection ConfigMap
+// that backup pods read (connection.go), the restore of a new cluster from
+// a backup before its StatefulSet exists (restore.go), and deletion as
+// spec.deletionPolicy says, with a final EtcdBackup (delete.go). It creates
+// EtcdBackups but never runs them: internal/controller/etcdbackup does.
+// Version upgrades are not here yet.
 package etcdcluster

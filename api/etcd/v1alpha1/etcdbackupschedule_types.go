@@ -48,9 +48,21 @@ type Retention struct {
 type EtcdBackupScheduleSpec struct {
 	// ClusterRef is the EtcdCluster to back up, in the same namespace.
 	ClusterRef ClusterReference `json:"clusterRef"`
-	// Schedule is a cron line of five fields, or a macro such as @hourly
-	// or @daily.
+	// Schedule is a cron line of five fields (minute, hour, day of the
+	// month, month, day of the week), such as "0 3 * * *", or one of the
+	// macros @yearly, @annually, @monthly, @weekly, @daily, @midnight and
+	// @hourly. Its times are in spec.timeZone. The apiserver refuses a
+	// line that the controller's parser (robfig/cron's standard one) would
+	// refuse.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('@') ? self in ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'] : self.split(' ').filter(f, f != '').size() == 5",message="spec.schedule must be five fields separated by spaces (minute hour day-of-month month day-of-week), such as '0 3 * * *', or one of @yearly, @annually, @monthly, @weekly, @daily, @midnight and @hourly"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('@') || self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[0].matches('^([*?]|([0-5]?[0-9])(-([0-5]?[0-9]))?)(/[1-9][0-9]{0,2})?(,([*?]|([0-5]?[0-9])(-([0-5]?[0-9]))?)(/[1-9][0-9]{0,2})?)*$')",message="the minute, the first field of spec.schedule, takes *, numbers 0-59, ranges such as 0-29, lists such as 0,30 and steps such as */15"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('@') || self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[1].matches('^([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]{0,2})?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]{0,2})?)*$')",message="the hour, the second field of spec.schedule, takes *, numbers 0-23, ranges such as 1-5, lists such as 0,12 and steps such as */6"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('@') || self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[2].matches('^([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]{0,2})?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]{0,2})?)*$')",message="the day of the month, the third field of spec.schedule, takes * or ?, numbers 1-31, ranges such as 1-15, lists such as 1,15 and steps such as */10"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('@') || self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[3].matches('^([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[1-9][0-9]{0,2})?(,([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[1-9][0-9]{0,2})?)*$')",message="the month, the fourth field of spec.schedule, takes *, numbers 1-12 or JAN-DEC, ranges such as 1-6, lists such as 1,7 and steps such as */3"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('@') || self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[4].matches('^([*?]|(0?[0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-(0?[0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[1-9][0-9]{0,2})?(,([*?]|(0?[0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-(0?[0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[1-9][0-9]{0,2})?)*$')",message="the day of the week, the fifth field of spec.schedule, takes * or ?, numbers 0-6 (0 is Sunday) or SUN-SAT, ranges such as MON-FRI, lists such as 0,6 and steps such as */2"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('@') || self.replace(' ', ',').split(',').all(i, i.split('/')[0].matches('^[0-9]{1,3}-[0-9]{1,3}$') ? int(i.split('/')[0].split('-')[0]) <= int(i.split('/')[0].split('-')[1]) : (i.split('/')[0].matches('^[a-zA-Z]{3}-[a-zA-Z]{3}$') ? 'sun,mon,tue,wed,thu,fri,sat,jan,feb,mar,apr,may,jun,jul,aug,sep,oct,nov,dec'.indexOf(i.split('/')[0].split('-')[0].lowerAscii()) <= 'sun,mon,tue,wed,thu,fri,sat,jan,feb,mar,apr,may,jun,jul,aug,sep,oct,nov,dec'.indexOf(i.split('/')[0].split('-')[1].lowerAscii()) : !i.split('/')[0].matches('^[0-9]+-[a-zA-Z]+$|^[a-zA-Z]+-[0-9]+$')))",message="a range in spec.schedule goes from low to high, with numbers or names at both ends, such as 1-5 or MON-FRI; write one that wraps as a list, such as FRI-SAT,SUN-MON"
 	Schedule string `json:"schedule"`
 	// TimeZone of the schedule, an IANA name such as Europe/Berlin; UTC by
 	// default. The retention buckets use it too.
@@ -119,6 +131,7 @@ type EtcdBackupScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
 // +kubebuilder:printcolumn:name="Backups",type=integer,JSONPath=`.status.backups`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 45",message="an EtcdBackupSchedule's name is at most 45 characters: its backups are named <name>-<unix time of the run>, at most 56"
 type EtcdBackupSchedule struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

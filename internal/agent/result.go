@@ -25,12 +25,23 @@ const (
 	ExitTerminal = 2
 )
 
+// The steps, as Result.Op names them.
+const (
+	OpBackup  = "backup"
+	OpFetch   = "fetch"
+	OpVerify  = "verify"
+	OpPrepare = "prepare"
+	OpInstall = "install"
+	OpDelete  = "delete"
+)
+
 // Result is what an agent reports in its termination message: one JSON
 // object. Op names the step; Error is set when it failed, with Terminal
 // telling whether a retry can help. The other fields are filled by the
 // steps that know them.
 type Result struct {
-	// Op is the step: "backup", "fetch", "verify", "install" or "delete".
+	// Op is the step: "backup", "fetch", "verify", "prepare", "install" or
+	// "delete" (the Op constants).
 	Op string `json:"op"`
 	// Error says why the step failed; empty on success.
 	Error string `json:"error,omitempty"`
@@ -85,6 +96,9 @@ type Verification struct {
 	LiveKeys int64  `json:"liveKeys"`
 	// Matches is true when both hashes and both counts are equal.
 	Matches bool `json:"matches"`
+	// LiveMember is the live member asked: the one the backup came from,
+	// or another healthy one when that one is gone or unhealthy.
+	LiveMember string `json:"liveMember,omitempty"`
 	// DurationSeconds of the whole verification.
 	DurationSeconds int64 `json:"durationSeconds"`
 }
@@ -93,6 +107,16 @@ type Verification struct {
 type Restored struct {
 	// Revision of the snapshot before --bump-revision.
 	Revision int64 `json:"revision"`
+}
+
+// Failed returns r with err recorded: its message, and whether a retry can
+// help (Terminal). A nil err leaves r as it is.
+func (r Result) Failed(err error) Result {
+	if err != nil {
+		r.Error = err.Error()
+		r.Terminal = Terminal(err)
+	}
+	return r
 }
 
 // maxMessage is the kubelet's limit on a termination message.

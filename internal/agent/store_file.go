@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// fileMeta is a file artifact's record, <file>.meta.json beside it: who
+// wrote it, and what.
+type fileMeta struct {
+	Owner       string      `json:"owner"`
+	SHA256      string      `json:"sha256,omitempty"`
+	SizeBytes   int64       `json:"sizeBytes,omitempty"`
+	Compression Compression `json:"compression,omitempty"`
+}
+
+// metaSuffix names a file artifact's record.
+const metaSuffix = ".meta.json"
+
+// fileStore keeps an artifact as a file, on a volume.
+type fileStore struct {
+	path string
+}
+
+func (f fileStore) metaPath() string { return f.path + metaSuffix }
+
+func (f fileStore) stat(context.Context) (stored, error) {
+	var s stored
+	raw, err := os.ReadFile(f.metaPath())
+	switch {
+	case err == nil:
+		s.Exists = true
+		var m fileMeta
+		// A record that does not parse names no owner: refused.
+		if json.Unmarshal(raw, &m) == nil {
+			s.Owner = m.Owner
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return stored{}, fmt.Errorf("reading %s: %w", f.metaPath(), err)
+	}
+	if _, err := os.Lstat(f.path); err == nil {
+		s.Exists = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return stored{}, err
+	}
+	return s, nil
+}
+
+// put writes r under a temporary name in the file's folder, syncs it,
+// writes the record, and renames the file into place, so that the file is
+// either the old one or the whole new one. The owner is checked again
+// right before the rename.
+func (f fileStore) put(ctx context.Context, r io.Reader, owner string, _ stored, meta func() fileMeta) (_ string, err error) {
+	dir := filepath.Dir(f.path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.path)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	if _, err := io.Copy(w, r); err != nil {
+		return "", err
+	}
+	if err := w.Flush(); err != nil {
+		return "", err
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	now, err := f.stat(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := checkOwner(Location{URI: "file://" + f.path}, now, owner); err != nil {
+		return "", err
+	}
+	m := meta()
+	m.Owner = owner
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	if err := writeFileAtomic(f.metaPath(), raw); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return "", err
+	}
+	return "", syncDir(dir)
+}
+
+func (f fileStore) open(context.Context, string) (io.ReadCloser, int64, error) {
+	file, err := os.Open(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, f.path)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		_ = file.Close()
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		_ = file.Close()
+		return nil, 0, fmt.Errorf("%w: %s is not a regular file", ErrInvalid, f.path)
+	}
+	return file, fi.Size(), nil
+}
+
+// remove deletes the file, then its record, so that a delete cut short
+// leaves the record, and the owner, for its retry.
+func (f fileStore) remove(ctx context.Context, owner string) error {
+	s, err := f.stat(ctx)
+	if err != nil || !s.Exists {
+		return err
+	}
+	if err := checkOwner(Location{URI: "file://" + f.path}, s, owner); err != nil {
+		return err
+	}
+	for _, p := range []string{f.path, f.metaPath()} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return syncDir(filepath.Dir(f.path))
+}
+
+// writeFileAtomic writes data to path through a synced temporary file and a
+// rename.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes the renames and removals in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/tend-dev/tend/internal/aws"
+)
+
+// s3Store keeps an artifact as an S3 object, with its owner in the
+// object's metadata.
+type s3Store struct {
+	loc         Location
+	client      *s3.Client
+	partSize    int64
+	concurrency int
+}
+
+func (s *s3Store) stat(ctx context.Context) (stored, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.loc.Bucket, Key: &s.loc.Key})
+	if aws.Classify(err) == aws.NotFound {
+		return stored{}, nil
+	}
+	if err != nil {
+		return stored{}, fmt.Errorf("reading the metadata of %s: %w", s.loc, err)
+	}
+	return stored{Exists: true, Owner: out.Metadata[ownerKey], Version: awssdk.ToString(out.ETag)}, nil
+}
+
+// put streams r to the object by a multipart upload (a single PutObject
+// when it fits in one part), holding no more than the upload's parts in
+// memory. The write is conditional: on no object when there was none, on
+// the same ETag when there was one of the owner, so that an object that
+// someone wrote in the meantime is never replaced; the store then refuses
+// the upload with PreconditionFailed, and a retry finds out whose it is.
+// A failed multipart upload is aborted.
+func (s *s3Store) put(ctx context.Context, r io.Reader, owner string, prev stored, _ func() fileMeta) (string, error) {
+	in := &s3.PutObjectInput{
+		Bucket:      &s.loc.Bucket,
+		Key:         &s.loc.Key,
+		Body:        r,
+		ContentType: awssdk.String("application/octet-stream"),
+		Metadata:    map[string]string{ownerKey: owner},
+	}
+	if prev.Exists {
+		in.IfMatch = awssdk.String(prev.Version)
+	} else {
+		in.IfNoneMatch = awssdk.String("*")
+	}
+	uploader := manager.NewUploader(s.client, func(u *manager.Uploader) {
+		u.PartSize = s.partSize
+		u.Concurrency = s.concurrency
+	})
+	out, err := uploader.Upload(ctx, in)
+	if err != nil {
+		return "", s.explain("uploading to", err)
+	}
+	return awssdk.ToString(out.ETag), nil
+}
+
+func (s *s3Store) open(ctx context.Context, version string) (io.ReadCloser, int64, error) {
+	in := &s3.GetObjectInput{Bucket: &s.loc.Bucket, Key: &s.loc.Key}
+	if version != "" {
+		in.IfMatch = awssdk.String(version)
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, 0, s.explain("reading", err)
+	}
+	size := int64(-1)
+	if out.ContentLength != nil {
+		size = *out.ContentLength
+	}
+	return out.Body, size, nil
+}
+
+func (s *s3Store) remove(ctx context.Context, owner string) error {
+	st, err := s.stat(ctx)
+	if err != nil || !st.Exists {
+		return err
+	}
+	if err := checkOwner(s.loc, st, owner); err != nil {
+		return err
+	}
+	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.loc.Bucket, Key: &s.loc.Key})
+	if err != nil && aws.Classify(err) != aws.NotFound {
+		return fmt.Errorf("deleting %s: %w", s.loc, err)
+	}
+	return nil
+}
+
+// explain wraps an error of a call about the object: a missing object or
+// bucket is ErrNotFound, which no retry fixes; a lost conditional write
+// says what it means.
+func (s *s3Store) explain(doing string, err error) error {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "PreconditionFailed" {
+		return fmt.Errorf("%s %s: the object changed since it was checked (another writer?): %w", doing, s.loc, err)
+	}
+	if aws.Classify(err) == aws.NotFound {
+		return fmt.Errorf("%w: %s %s: %w", ErrNotFound, doing, s.loc, err)
+	}
+	return fmt.Errorf("%s %s: %w", doing, s.loc, err)
+}

@@ -1,0 +1,159 @@
+package etcdbackup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// requeueStopping is how often deletion looks whether the backup's pods
+// stopped; their end is no event the manager sees.
+const requeueStopping = 2 * time.Second
+
+// reconcileDelete deletes the file of a deleted backup with artifactPolicy
+// Delete, then lets the backup go: stop its Job if it still runs, wait for
+// its pods to stop (so that nothing writes the file after it is deleted),
+// run the delete Job, wait for it, delete it, and remove the finalizer.
+// Each step checks the world first, so a pass killed at any point resumes
+// where it was. The annotation etcd.tend.dev/keep-artifact: "true" skips
+// the file's deletion.
+func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) error {
+	b := s.backup
+	s.obs.kind = obsNone
+	if !controllerutil.ContainsFinalizer(b, etcdv1alpha1.BackupFinalizer) {
+		return nil // Retain: the garbage collector deletes the Job
+	}
+	uri := location(b).URI
+	if b.Annotations[etcdv1alpha1.AnnotationKeepArtifact] == "true" {
+		record(r.Recorder, b, nil, corev1.EventTypeWarning, "ArtifactKept", "DeleteArtifact",
+			"Kept the file %s: the annotation %s is true. Delete it yourself if it is not wanted", uri, etcdv1alpha1.AnnotationKeepArtifact)
+		return r.release(ctx, s)
+	}
+
+	job, err := r.currentJob(ctx, b, BackupJobName(b))
+	if err != nil {
+		return err
+	}
+	if job == nil && b.Status.StartTime == nil {
+		// No Job ever ran: there is no file.
+		return r.release(ctx, s)
+	}
+	if job != nil && metav1.IsControlledBy(job, b) && job.DeletionTimestamp.IsZero() && !jobFinished(job) && !finished(b) {
+		if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Job %s: %w", job.Name, err)
+		}
+		record(r.Recorder, b, job, corev1.EventTypeNormal, "BackupStopped", "DeleteJob", "Deleted the running Job %s before deleting the file", job.Name)
+	}
+	running, err := r.activePods(ctx, b.Namespace, BackupJobName(b))
+	if err != nil {
+		return err
+	}
+	if running != "" {
+		s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonStoppingBackup, fmt.Sprintf(
+			"Waiting for pod %s of the backup to stop before deleting the file %s", running, uri))
+		s.requeueAfter(requeueStopping)
+		return nil
+	}
+
+	dj, err := r.currentJob(ctx, b, DeleteJobName(b))
+	if err != nil {
+		return err
+	}
+	if dj != nil && dj.Annotations[annotationOwnerUID] != string(b.UID) {
+		s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonDeletingArtifact, fmt.Sprintf(
+			"Job %s belongs to an earlier EtcdBackup of the same name; waiting for it to be deleted: kubectl delete job -n %s %s", dj.Name, dj.Namespace, dj.Name))
+		s.requeueAfter(r.PollInterval)
+		return nil
+	}
+	if dj == nil {
+		return r.createDeleteJob(ctx, s)
+	}
+	view, err := r.readJobPods(ctx, dj)
+	if err != nil {
+		return err
+	}
+	o := observe(view, stepDelete, false)
+	switch {
+	case o.done:
+		if err := r.Delete(ctx, dj, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Job %s: %w", dj.Name, err)
+		}
+		record(r.Recorder, b, nil, corev1.EventTypeNormal, "ArtifactDeleted", "DeleteArtifact", "Deleted the file %s", uri)
+		return r.release(ctx, s)
+	case o.failed:
+		msg := fmt.Sprintf("Deleting the file %s failed: %s. Read the logs (kubectl logs -n %s job/%s). Fix the cause (such as the credentials), then delete Job %s to try again; or set the annotation %s: \"true\" to keep the file and let the EtcdBackup go",
+			uri, o.failure, b.Namespace, dj.Name, dj.Name, etcdv1alpha1.AnnotationKeepArtifact)
+		if c := apimeta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.BackupDeleting); c == nil || c.Reason != etcdv1alpha1.ReasonArtifactDeletionFailed {
+			record(r.Recorder, b, dj, corev1.EventTypeWarning, "ArtifactDeletionFailed", "DeleteArtifact", "%s", msg)
+		}
+		// Deleting the Job or setting the annotation starts the next pass.
+		s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonArtifactDeletionFailed, msg)
+		return nil
+	default:
+		s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonDeletingArtifact, fmt.Sprintf(
+			"Job %s is deleting the file %s%s", dj.Name, uri, progressNote(o)))
+		s.requeueAfter(r.PollInterval)
+		return nil
+	}
+}
+
+func deletingCondition(reason, msg string) *metav1.Condition {
+	return &metav1.Condition{Type: etcdv1alpha1.BackupDeleting, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+}
+
+// createDeleteJob starts the Job that deletes b's file.
+func (r *BackupReconciler) createDeleteJob(ctx context.Context, s *backupScope) error {
+	b := s.backup
+	job := deleteJob(b, r.AgentImage)
+	err := r.Create(ctx, job)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		s.requeueAfter(time.Second)
+		return nil
+	case err != nil:
+		return fmt.Errorf("creating Job %s: %w", job.Name, err)
+	}
+	uri := location(b).URI
+	record(r.Recorder, b, job, corev1.EventTypeNormal, "DeletingArtifact", "CreateJob", "Created Job %s to delete the file %s", job.Name, uri)
+	s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonDeletingArtifact, fmt.Sprintf("Job %s is deleting the file %s", job.Name, uri))
+	s.requeueAfter(r.PollInterval)
+	return nil
+}
+
+// activePods returns the name of a pod of the Job named job that has not
+// stopped, or "". It lists by the Job's name, not its UID: the Job may be
+// gone already while the garbage collector deletes its pods.
+func (r *BackupReconciler) activePods(ctx context.Context, ns, job string) (string, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
+		return "", fmt.Errorf("listing the pods of Job %s: %w", job, err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			return p.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// release removes the finalizer: the file is gone, or is to be kept.
+func (r *BackupReconciler) release(ctx context.Context, s *backupScope) error {
+	b := s.backup
+	patch := client.MergeFromWithOptions(b.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(b, etcdv1alpha1.BackupFinalizer)
+	if err := r.Patch(ctx, b, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing the finalizer: %w", err)
+	}
+	s.released = true
+	return nil
+}

@@ -1,0 +1,38 @@
+package etcdbackup
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tend-dev/tend/internal/testenv"
+)
+
+// The suite runs the EtcdBackup and EtcdBackupSchedule controllers through
+// the manager's assembly against a real apiserver. envtest runs no
+// kubelet, no Job controller and no garbage collector: Jobs never run, so
+// the tests play the kubelet's part at the boundary the controllers read,
+// by creating a Job's pod (with the job-name label and the Job as its
+// controller) and writing its status with the agents' termination
+// messages. No EtcdCluster controller runs either: the tests create
+// EtcdClusters, their status and their connection ConfigMap themselves.
+// The controllers' clock is a fake one that the schedule tests set.
+
+var (
+	env       = testenv.New()
+	fakeClock = clocktesting.NewFakeClock(time.Now())
+)
+
+// pollInterval is the suite's, short, so that steps written by a test are
+// read within a second.
+const pollInterval = 300 * time.Millisecond
+
+func TestMain(m *testing.M) {
+	os.Exit(env.RunWith(m, func(ctx context.Context) error {
+		opts := &Options{Workers: 2, AgentImage: testImage, PollInterval: pollInterval, Clock: fakeClock}
+		return env.StartManager(ctx, "0", Controllers(opts))
+	}))
+}

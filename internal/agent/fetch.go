@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -204,17 +203,4 @@ func (s *sourceReader) unwrap(err error) error {
 		return fmt.Errorf("reading the artifact: %w", s.err)
 	}
 	return err
-}
-
-// ReadResultFile reads a Result that --result-file wrote.
-func ReadResultFile(path string) (Result, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	var r Result
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return Result{}, fmt.Errorf("%w: %s holds no result: %w", ErrInvalid, path, err)
-	}
-	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -160,6 +161,30 @@ func ParseResult(message, op string) (Result, error) {
 	}
 	if op != "" && r.Op != op {
 		return Result{}, fmt.Errorf("%w: the message is of step %q, not %q", ErrNoResult, r.Op, op)
+	}
+	return r, nil
+}
+
+// WriteResultFile writes r to path, whole or not at all (a temporary file
+// and a rename), for a later step of the same pod (--result-file).
+func WriteResultFile(path string, r Result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// ReadResultFile reads a Result that WriteResultFile wrote. Its errors wrap
+// ErrInvalid: a later step cannot run without it.
+func ReadResultFile(path string) (Result, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	var r Result
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Result{}, fmt.Errorf("%w: %s holds no result: %w", ErrInvalid, path, err)
 	}
 	return r, nil
 }

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/podspec"
+)
+
+// The agents are the steps of Tend's backup and restore Jobs:
+//
+//	tend backup          --connection-dir --client-tls-dir --to=URI [--s3-*] --compression --owner [--result-file] [--timeout]
+//	tend fetch           (--from=URI --compression [--sha256] | --from-result=FILE) [--s3-*] --out [--timeout]
+//	tend verify          --local-endpoint --connection-dir --client-tls-dir --backup-result=FILE [--timeout]  (env ETCD_ROOT_PASSWORD)
+//	tend restore prepare --data-dir --id
+//	tend restore install --data-dir --id
+//	tend artifact delete --uri=URI [--s3-*] --owner [--timeout]
+//
+// Each writes its agent.Result to --termination-message-path, also when it
+// fails, and exits with agent.ExitOK, ExitFailed (a retry may help) or
+// ExitTerminal. The logic is internal/agent's; this file only reads flags.
+
+// rootPasswordEnv holds the root password of a cluster with auth on, for
+// tend verify.
+const rootPasswordEnv = "ETCD_ROOT_PASSWORD"
+
+// agentStep is one agent command: its flags, bound to a FlagSet, and what
+// it runs once they are parsed.
+type agentStep struct {
+	op      string
+	timeout time.Duration // the default of --timeout; 0: the step has none
+	bind    func(fs *flag.FlagSet) func(ctx context.Context, log logr.Logger) (agent.Result, error)
+}
+
+// agentSteps maps "backup", "restore prepare" and so on to their steps.
+var agentSteps = map[string]agentStep{
+	"backup":          {op: agent.OpBackup, timeout: time.Hour, bind: bindBackup},
+	"fetch":           {op: agent.OpFetch, timeout: time.Hour, bind: bindFetch},
+	"verify":          {op: agent.OpVerify, timeout: 30 * time.Minute, bind: bindVerify},
+	"restore prepare": {op: agent.OpPrepare, bind: bindRestore(agent.Prepare)},
+	"restore install": {op: agent.OpInstall, bind: bindRestore(agent.Install)},
+	"artifact delete": {op: agent.OpDelete, timeout: 10 * time.Minute, bind: bindDelete},
+}
+
+// runAgent runs the agent command name (backup, fetch, verify, restore,
+// artifact) with args, and returns its exit code.
+func runAgent(name string, args []string, stderr io.Writer) int {
+	command := name
+	if name == "restore" || name == "artifact" {
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "tend %s: a subcommand is required: %s\n", name, subcommands(name))
+			return agent.ExitTerminal
+		}
+		command, args = name+" "+args[0], args[1:]
+	}
+	step, ok := agentSteps[command]
+	if !ok {
+		fmt.Fprintf(stderr, "tend %s: unknown subcommand; want %s\n", command, subcommands(name))
+		return agent.ExitTerminal
+	}
+
+	fs := flag.NewFlagSet("tend "+command, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	terminationPath := fs.String("termination-message-path", agent.TerminationMessagePath,
+		"where to write the step's result, as the container's terminationMessagePath")
+	timeout := step.timeout
+	if timeout > 0 {
+		fs.DurationVar(&timeout, "timeout", step.timeout, "how long the whole step may take; every call to etcd and S3 ends by then")
+	}
+	run := step.bind(fs)
+
+	log := zap.New(zap.WriteTo(stderr)).WithName(step.op)
+	finish := func(r agent.Result, err error) int {
+		r.Op = step.op
+		r = r.Failed(err)
+		code := agent.ExitCode(err)
+		if err != nil {
+			log.Error(err, "The step failed", "terminal", r.Terminal)
+		}
+		msg, encErr := r.Encode()
+		if encErr == nil {
+			encErr = os.WriteFile(*terminationPath, msg, 0o600)
+		}
+		if encErr != nil {
+			log.Error(encErr, "Cannot write the result", "path", *terminationPath)
+			if code == agent.ExitOK {
+				// The controller would see a step that said nothing.
+				code = agent.ExitFailed
+			}
+		}
+		fmt.Fprintf(stderr, "%s\n", msg)
+		return code
+	}
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return agent.ExitOK
+		}
+		return finish(agent.Result{}, fmt.Errorf("%w: %w", agent.ErrInvalid, err))
+	}
+	if fs.NArg() > 0 {
+		return finish(agent.Result{}, fmt.Errorf("%w: unexpected arguments %q", agent.ErrInvalid, fs.Args()))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	} else if step.timeout > 0 {
+		return finish(agent.Result{}, fmt.Errorf("%w: --timeout must be positive", agent.ErrInvalid))
+	}
+	return finish(run(ctx, log))
+}
+
+func subcommands(name string) string {
+	var subs []string
+	for command := range agentSteps {
+		if sub, ok := strings.CutPrefix(command, name+" "); ok {
+			subs = append(subs, sub)
+		}
+	}
+	slices.Sort(subs)
+	return strings.Join(subs, " or ")
+}
+
+// bindS3 binds the flags of an S3 store, as podspec's Location.Args gives
+// them.
+func bindS3(fs *flag.FlagSet) *agent.S3Options {
+	o := &agent.S3Options{}
+	fs.StringVar(&o.Endpoint, "s3-endpoint", "", "the S3 endpoint, for S3-compatible stores (default: AWS, or AWS_ENDPOINT_URL)")
+	fs.StringVar(&o.Region, "s3-region", "", "the bucket's region (default: AWS_REGION)")
+	fs.BoolVar(&o.ForcePathStyle, "s3-force-path-style", false, "address the bucket in the path, as most S3-compatible stores want")
+	return o
+}
+
+// bindCluster binds the flags of the live cluster's connection files.
+func bindCluster(fs *flag.FlagSet) (connectionDir, clientTLSDir *string) {
+	connectionDir = fs.String("connection-dir", podspec.ConnectionDir, "the cluster's connection ConfigMap, mounted (endpoints, ca.crt)")
+	clientTLSDir = fs.String("client-tls-dir", podspec.ClientTLSDir, "the cluster's client certificate Secret, mounted (tls.crt, tls.key, ca.crt)")
+	return connectionDir, clientTLSDir
+}
+
+func bindBackup(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+	connectionDir, clientTLSDir := bindCluster(fs)
+	s3 := bindS3(fs)
+	to := fs.String("to", "", "where the backup goes: s3://bucket/key or file:///path")
+	compression := fs.String("compression", string(agent.None), "None, Gzip or Zstd")
+	owner := fs.String("owner", "", "the EtcdBackup's UID, recorded with the artifact; another owner's is never replaced")
+	resultFile := fs.String("result-file", "", "also write the result here, for a later step of the pod")
+	return func(ctx context.Context, log logr.Logger) (agent.Result, error) {
+		cfg, err := agent.LoadConnection(*connectionDir, *clientTLSDir)
+		if err != nil {
+			return agent.Result{}, err
+		}
+		r, err := agent.Backup(ctx, agent.BackupOptions{
+			Etcd: cfg, To: *to, S3: *s3, Compression: agent.Compression(*compression), Owner: *owner, Log: log,
+		})
+		if err == nil && *resultFile != "" {
+			err = agent.WriteResultFile(*resultFile, r)
+		}
+		return r, err
+	}
+}
+
+func bindFetch(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+	s3 := bindS3(fs)
+	from := fs.String("from", "", "the artifact: s3://bucket/key or file:///path")
+	fromResult := fs.String("from-result", "", "a backup's --result-file: its artifact's URI, compression and SHA-256")
+	compression := fs.String("compression", "", "None (the default), Gzip or Zstd; with --from only")
+	sha := fs.String("sha256", "", "the stored bytes' hex SHA-256, checked when given; with --from only")
+	out := fs.String("out", "", "the snapshot file to write")
+	return func(ctx context.Context, log logr.Logger) (agent.Result, error) {
+		o := agent.FetchOptions{From: *from, S3: *s3, Compression: agent.Compression(*compression), SHA256: *sha, Out: *out, Log: log}
+		if *fromResult != "" {
+			if *from != "" || *compression != "" || *sha != "" {
+				return agent.Result{}, fmt.Errorf("%w: --from-result gives the artifact: --from, --compression and --sha256 go without it", agent.ErrInvalid)
+			}
+			b, err := agent.ReadResultFile(*fromResult)
+			if err != nil {
+				return agent.Result{}, err
+			}
+			if b.Op != agent.OpBackup || b.Error != "" || b.Artifact == nil {
+				return agent.Result{}, fmt.Errorf("%w: %s is not the result of a backup that succeeded", agent.ErrInvalid, *fromResult)
+			}
+			o.From, o.Compression, o.SHA256 = b.Artifact.URI, agent.Compression(b.Artifact.Compression), b.Artifact.SHA256
+		}
+		return agent.Fetch(ctx, o)
+	}
+}
+
+func bindVerify(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+	connectionDir, clientTLSDir := bindCluster(fs)
+	local := fs.String("local-endpoint", "http://127.0.0.1:2379", "the client URL of the etcd on the restored snapshot")
+	backupResult := fs.String("backup-result", "", "the backup step's --result-file")
+	return func(ctx context.Context, log logr.Logger) (agent.Result, error) {
+		cfg, err := agent.LoadConnection(*connectionDir, *clientTLSDir)
+		if err != nil {
+			return agent.Result{}, err
+		}
+		if *backupResult == "" {
+			return agent.Result{}, fmt.Errorf("%w: --backup-result is required", agent.ErrInvalid)
+		}
+		b, err := agent.ReadResultFile(*backupResult)
+		if err != nil {
+			return agent.Result{}, err
+		}
+		// The backup's result was written when its file had been read
+		// back: the verification's time runs from there.
+		var since time.Time
+		if fi, err := os.Stat(*backupResult); err == nil {
+			since = fi.ModTime()
+		}
+		return agent.Verify(ctx, agent.VerifyOptions{
+			Local: *local, RootPassword: os.Getenv(rootPasswordEnv), Live: cfg, Backup: b, Since: since, Log: log,
+		})
+	}
+}
+
+func bindRestore(step func(dataDir, id string) (agent.Result, error)) func(*flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+	return func(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+		dataDir := fs.String("data-dir", "/var/lib/etcd", "the member's data directory, on its volume")
+		id := fs.String("id", "", "the restore's id; a retry of the same restore finds its work done")
+		return func(context.Context, logr.Logger) (agent.Result, error) {
+			return step(*dataDir, *id)
+		}
+	}
+}
+
+func bindDelete(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+	s3 := bindS3(fs)
+	uri := fs.String("uri", "", "the artifact: s3://bucket/key or file:///path")
+	owner := fs.String("owner", "", "the EtcdBackup's UID: only what it wrote is deleted")
+	return func(ctx context.Context, log logr.Logger) (agent.Result, error) {
+		return agent.Delete(ctx, agent.DeleteOptions{URI: *uri, S3: *s3, Owner: *owner, Log: log})
+	}
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/aws"
+	"github.com/tend-dev/tend/internal/etcd"
+	"github.com/tend-dev/tend/internal/podspec"
+	"github.com/tend-dev/tend/internal/testing/etcdserver"
+	"github.com/tend-dev/tend/internal/testing/loopback"
+	"github.com/tend-dev/tend/internal/testing/moto"
+)
+
+// agentRun is one agent command run through run(), as the container runs
+// the binary.
+type agentRun struct {
+	code   int
+	result agent.Result
+	output string
+}
+
+// runStep runs "tend args..." with its termination message in a file of
+// its own, and reads the result back as the controller does.
+func runStep(t *testing.T, op string, args ...string) agentRun {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "termination-log")
+	var out bytes.Buffer
+	// The flag goes first: a step that stops at a bad flag has not read
+	// those after it.
+	n := 1
+	if args[0] == "restore" || args[0] == "artifact" {
+		n = 2
+	}
+	withPath := append(append(append([]string{}, args[:n]...), "--termination-message-path="+path), args[n:]...)
+	code := run(withPath, &out)
+	r := agentRun{code: code, output: out.String()}
+	msg, err := os.ReadFile(path)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "every step writes its result; output:\n%s", out.String())
+	NewWithT(t).Expect(len(msg)).To(BeNumerically("<=", 4096))
+	r.result, err = agent.ParseResult(string(msg), op)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "%s", msg)
+	return r
+}
+
+// liveFiles starts a TLS etcd cluster and writes the files that a Job
+// mounts from its connection ConfigMap and client certificate Secret, with
+// a client certificate whose common name is root.
+func liveFiles(t *testing.T) (cluster *etcdserver.Cluster, connectionDir, clientTLSDir string) {
+	t.Helper()
+	g := NewWithT(t)
+	cluster = etcdserver.Start(t, etcdserver.Options{TLS: true})
+	connectionDir, clientTLSDir = t.TempDir(), t.TempDir()
+	ca, err := os.ReadFile(cluster.PKI.CAFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	root, err := cluster.PKI.ClientTLSAs("root")
+	g.Expect(err).NotTo(HaveOccurred())
+	keyDER, err := x509.MarshalECPrivateKey(root.Certificates[0].PrivateKey.(*ecdsa.PrivateKey))
+	g.Expect(err).NotTo(HaveOccurred())
+	files := map[string][]byte{
+		filepath.Join(connectionDir, podspec.ConnectionEndpoints):   []byte(strings.Join(cluster.ClientURLs(), ",")),
+		filepath.Join(connectionDir, podspec.ConnectionCA):          ca,
+		filepath.Join(clientTLSDir, corev1.TLSCertKey):              pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: root.Certificates[0].Certificate[0]}),
+		filepath.Join(clientTLSDir, corev1.TLSPrivateKeyKey):        pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		filepath.Join(clientTLSDir, corev1.ServiceAccountRootCAKey): ca,
+	}
+	for path, data := range files {
+		g.Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
+	}
+	return cluster, connectionDir, clientTLSDir
+}
+
+// startRestoredEtcd runs etcd on dataDir as the verify pod's sidecar does,
+// and kills it when the test ends. It does not wait for it.
+func startRestoredEtcd(t *testing.T, etcdBin, dataDir, clientURL, peerURL string) {
+	t.Helper()
+	cmd := exec.Command(etcdBin, "--name=verify", "--data-dir="+dataDir,
+		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=verify="+peerURL, "--listen-metrics-urls=http://127.0.0.1:"+strconv.Itoa(loopback.TestPort(t)),
+		"--quota-backend-bytes=8589934592", "--unsafe-no-fsync=true")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ETCD") { // etcd reads ETCD_* as flags
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started, exited := make(chan error), make(chan struct{})
+	go func() {
+		// The parent-death signal follows the starting thread.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	NewWithT(t).Expect(<-started).To(Succeed())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("the restored etcd's output:\n%s", log.String())
+		}
+	})
+}
+
+// TestAgentsVerifyPod runs the steps of a verifying backup Job's pod, with
+// the arguments the etcdbackup controller gives them, against a cluster
+// with auth on and moto: backup, fetch --from-result, etcdutl restore, the
+// etcd sidecar, and verify with the root password from the environment.
+// Each step's result is read from its termination message.
+func TestAgentsVerifyPod(t *testing.T) {
+	g := NewWithT(t)
+	motoServer := moto.Start(t)
+	// moto takes any key while its auth is off: one that stands out in a log.
+	const secretKey = "s3cret-access-key-that-must-not-leak"
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey)
+	cluster, connectionDir, clientTLSDir := liveFiles(t)
+	const password = "root-password"
+	cfg, err := agent.LoadConnection(connectionDir, clientTLSDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := etcd.New(ctx, cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer admin.Close()
+	g.Expect(admin.EnableAuth(ctx, password)).To(Succeed())
+
+	l, err := aws.NewLimiters(aws.LimiterOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	awsCfg, err := aws.LoadConfig(ctx, aws.Connection{Region: moto.Region, EndpointURL: motoServer.URL, Limiters: l})
+	g.Expect(err).NotTo(HaveOccurred())
+	bucket := "backups"
+	_, err = aws.NewS3(awsCfg, aws.S3Options{UsePathStyle: true}).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	scratch := t.TempDir()
+	resultFile := filepath.Join(scratch, "backup.json")
+	s3Args := []string{"--s3-endpoint=" + motoServer.URL, "--s3-region=" + moto.Region, "--s3-force-path-style"}
+	clusterArgs := []string{"--connection-dir=" + connectionDir, "--client-tls-dir=" + clientTLSDir}
+
+	backup := runStep(t, "backup", append(append(append([]string{"backup"}, clusterArgs...),
+		"--to=s3://backups/etcd/ns/b1.db.zst"), append(s3Args, "--compression=Zstd", "--owner=uid-1", "--result-file="+resultFile)...)...)
+	g.Expect(backup.code).To(Equal(agent.ExitOK), backup.output)
+	g.Expect(backup.result.Artifact.URI).To(Equal("s3://backups/etcd/ns/b1.db.zst"))
+	g.Expect(backup.result.Artifact.Compression).To(Equal("Zstd"))
+	g.Expect(backup.result.Snapshot.Member).To(Equal("m0"))
+	saved, err := agent.ReadResultFile(resultFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(saved).To(Equal(backup.result), "the result file holds the termination message's result")
+	g.Expect(backup.output).NotTo(ContainSubstring(secretKey), "no secret in the logs")
+
+	snapshot := filepath.Join(scratch, "snapshot.db")
+	fetch := runStep(t, "fetch", append(append([]string{"fetch", "--from-result=" + resultFile}, s3Args...), "--out="+snapshot)...)
+	g.Expect(fetch.code).To(Equal(agent.ExitOK), fetch.output)
+	g.Expect(fetch.result.Artifact).To(Equal(backup.result.Artifact))
+
+	clientURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+	dataDir := filepath.Join(scratch, "data")
+	out, err := exec.Command(cluster.Bin.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+dataDir, "--name=verify",
+		"--initial-cluster=verify="+peerURL, "--initial-advertise-peer-urls="+peerURL).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	startRestoredEtcd(t, cluster.Bin.Etcd, dataDir, clientURL, peerURL)
+
+	verifyArgs := append(append([]string{"verify", "--local-endpoint=" + clientURL}, clusterArgs...), "--backup-result="+resultFile)
+	noPassword := runStep(t, "verify", verifyArgs...)
+	g.Expect(noPassword.code).To(Equal(agent.ExitTerminal), noPassword.output)
+	g.Expect(noPassword.result.Terminal).To(BeTrue())
+	g.Expect(noPassword.result.Error).To(ContainSubstring("ETCD_ROOT_PASSWORD"))
+
+	t.Setenv(rootPasswordEnv, password)
+	verify := runStep(t, "verify", verifyArgs...)
+	g.Expect(verify.code).To(Equal(agent.ExitOK), verify.output)
+	g.Expect(verify.result.Verification.Matches).To(BeTrue())
+	g.Expect(verify.result.Verification.Revision).To(BeNumerically(">=", backup.result.Snapshot.Revision))
+	g.Expect(verify.output).NotTo(ContainSubstring(password), "the password is never logged")
+	g.Expect(noPassword.output + fetch.output).NotTo(ContainSubstring(secretKey))
+
+	// The owner's delete Job removes the object; a second run finds it gone.
+	for range 2 {
+		del := runStep(t, "delete", append(append([]string{"artifact", "delete", "--uri=s3://backups/etcd/ns/b1.db.zst"}, s3Args...), "--owner=uid-1")...)
+		g.Expect(del.code).To(Equal(agent.ExitOK), del.output)
+	}
+}
+
+// TestAgentsExitCodes: every agent command reports its result and exits 0,
+// 1 (a retry may help) or 2 (terminal), also for arguments it cannot use.
+func TestAgentsExitCodes(t *testing.T) {
+	dataDir := t.TempDir()
+	tests := []struct {
+		name     string
+		op       string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{name: "backup without its connection files", op: "backup", args: []string{"backup", "--owner=u"}, wantCode: agent.ExitTerminal, wantErr: "reading the cluster's endpoints"},
+		{name: "an unknown flag", op: "fetch", args: []string{"fetch", "--nope"}, wantCode: agent.ExitTerminal, wantErr: "flag provided but not defined"},
+		{name: "a stray argument", op: "delete", args: []string{"artifact", "delete", "extra"}, wantCode: agent.ExitTerminal, wantErr: "unexpected arguments"},
+		{name: "a timeout of zero", op: "delete", args: []string{"artifact", "delete", "--timeout=0s"}, wantCode: agent.ExitTerminal, wantErr: "--timeout must be positive"},
+		{name: "fetch with both sources", op: "fetch", args: []string{"fetch", "--from-result=/x", "--from=s3://bucket/k"}, wantCode: agent.ExitTerminal, wantErr: "--from-result gives the artifact"},
+		{name: "fetch from a missing result file", op: "fetch", args: []string{"fetch", "--from-result=/nonexistent.json", "--out=/tmp/x"}, wantCode: agent.ExitTerminal, wantErr: "no such file"},
+		{name: "verify without a backup result", op: "verify", args: []string{"verify", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9")}, wantCode: agent.ExitTerminal, wantErr: "--backup-result is required"},
+		{name: "prepare an empty data directory", op: "prepare", args: []string{"restore", "prepare", "--data-dir=" + dataDir, "--id=r1"}, wantCode: agent.ExitOK},
+		{name: "install with nothing restored", op: "install", args: []string{"restore", "install", "--data-dir=" + dataDir, "--id=r1"}, wantCode: agent.ExitFailed, wantErr: "did etcdutl snapshot restore run?"},
+		{name: "install without an id", op: "install", args: []string{"restore", "install", "--data-dir=" + dataDir}, wantCode: agent.ExitTerminal, wantErr: "restore id"},
+		{name: "delete a file that is not there", op: "delete", args: []string{"artifact", "delete", "--uri=file://" + filepath.Join(dataDir, "gone.db"), "--owner=u"}, wantCode: agent.ExitOK},
+		{name: "delete without an owner", op: "delete", args: []string{"artifact", "delete", "--uri=file:///x/gone.db"}, wantCode: agent.ExitTerminal, wantErr: "owner is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := runStep(t, tt.op, tt.args...)
+			g.Expect(r.code).To(Equal(tt.wantCode), r.output)
+			g.Expect(r.result.Terminal).To(Equal(tt.wantCode == agent.ExitTerminal))
+			if tt.wantErr == "" {
+				g.Expect(r.result.Error).To(BeEmpty())
+				return
+			}
+			g.Expect(r.result.Error).To(ContainSubstring(tt.wantErr))
+		})
+	}
+}
+
+func connectionDirOf(t *testing.T, endpoints string) string {
+	dir := t.TempDir()
+	NewWithT(t).Expect(os.WriteFile(filepath.Join(dir, podspec.ConnectionEndpoints), []byte(endpoints), 0o600)).To(Succeed())
+	return dir
+}
+
+// TestAgentsWithoutAResult: commands that are not steps write no result.
+func TestAgentsWithoutAResult(t *testing.T) {
+	tests := []struct {
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{args: []string{"backup", "-h"}, wantCode: 0, wantOut: "-compression"},
+		{args: []string{"restore"}, wantCode: agent.ExitTerminal, wantOut: "a subcommand is required: install or prepare"},
+		{args: []string{"restore", "undo"}, wantCode: agent.ExitTerminal, wantOut: "unknown subcommand"},
+		{args: []string{"artifact", "-h"}, wantCode: agent.ExitTerminal, wantOut: "a subcommand is required: delete"},
+		{args: []string{"help"}, wantCode: 0, wantOut: "restore install"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			g := NewWithT(t)
+			var out bytes.Buffer
+			g.Expect(run(tt.args, &out)).To(Equal(tt.wantCode))
+			g.Expect(out.String()).To(ContainSubstring(tt.wantOut))
+		})
+	}
+}
+
+// TestAgentsUnwritableResult: a step that did its work but cannot say so
+// fails, so that its pod is retried rather than taken for silent.
+func TestAgentsUnwritableResult(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	code := run([]string{"restore", "prepare", "--data-dir=" + t.TempDir(), "--id=r1", "--termination-message-path=/nonexistent/dir/log"}, &out)
+	g.Expect(code).To(Equal(agent.ExitFailed), out.String())
+	g.Expect(out.String()).To(ContainSubstring("Cannot write the result"))
+}
+
+// TestAgentFilesArePodspecs: the agents read the files under the names
+// the Jobs mount them with.
+func TestAgentFilesArePodspecs(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(agent.ConnectionEndpointsFile).To(Equal(podspec.ConnectionEndpoints))
+	g.Expect(agent.ConnectionCAFile).To(Equal(podspec.ConnectionCA))
+	g.Expect(agent.ClientCertFile).To(Equal(corev1.TLSCertKey))
+	g.Expect(agent.ClientKeyFile).To(Equal(corev1.TLSPrivateKeyKey))
+	g.Expect(agent.ClientCAFile).To(Equal(corev1.ServiceAccountRootCAKey))
+}

@@ -24,7 +24,7 @@ func ChooseMember(statuses []etcd.MemberStatus) (etcd.MemberStatus, error) {
 	for _, s := range statuses {
 		switch {
 		case s.IsLearner:
-			why = append(why, s.Member.String()+": a learner")
+			why = append(why, s.String()+": a learner")
 			continue
 		case !s.Healthy || s.Endpoint == "":
 			why = append(why, fmt.Sprintf("%s: %v", s.Member, s.Err))

@@ -54,11 +54,15 @@ func (s *s3Store) put(ctx context.Context, r io.Reader, owner string, prev store
 	} else {
 		in.IfNoneMatch = awssdk.String("*")
 	}
+	// feature/s3/manager is deprecated for feature/s3/transfermanager, which
+	// is still v0 (its API may change in any release); the manager is still
+	// released with the SDK and does what we need.
+	//nolint:staticcheck // SA1019, see above.
 	uploader := manager.NewUploader(s.client, func(u *manager.Uploader) {
 		u.PartSize = s.partSize
 		u.Concurrency = s.concurrency
 	})
-	out, err := uploader.Upload(ctx, in)
+	out, err := uploader.Upload(ctx, in) //nolint:staticcheck // SA1019, as NewUploader.
 	if err != nil {
 		return "", s.explain("uploading to", err)
 	}

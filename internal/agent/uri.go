@@ -40,7 +40,7 @@ func ParseURI(uri string) (Location, error) {
 			return Location{}, fmt.Errorf("%w: %q: an S3 URI is s3://bucket/key, with a key", ErrInvalid, uri)
 		}
 		if err := checkBucket(bucket); err != nil {
-			return Location{}, fmt.Errorf("%w: %q: %s", ErrInvalid, uri, err)
+			return Location{}, fmt.Errorf("%w: %q: %w", ErrInvalid, uri, err)
 		}
 		if len(key) > maxKeyLen {
 			return Location{}, fmt.Errorf("%w: %q: the key is longer than S3's %d bytes", ErrInvalid, uri, maxKeyLen)

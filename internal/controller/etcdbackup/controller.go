@@ -149,14 +149,21 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 }
 
 // availabilityChanged passes the EtcdClusters that appear or whose
-// Available condition changes.
+// Available condition changes its status or reason (what a waiting
+// backup reports), not each new message.
 func availabilityChanged() predicate.Predicate {
+	key := func(c *etcdv1alpha1.EtcdCluster) string {
+		if cond := apimeta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); cond != nil {
+			return string(cond.Status) + "/" + cond.Reason
+		}
+		return ""
+	}
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return true },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, ok1 := e.ObjectOld.(*etcdv1alpha1.EtcdCluster)
 			cur, ok2 := e.ObjectNew.(*etcdv1alpha1.EtcdCluster)
-			return ok1 && ok2 && available(old) != available(cur)
+			return ok1 && ok2 && key(old) != key(cur)
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },

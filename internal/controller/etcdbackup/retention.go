@@ -38,7 +38,7 @@ type scheduledBackup struct {
 	verified  bool
 	// deleting: it is being deleted (its file with it).
 	deleting bool
-	// failure is its Failed condition's message, or what it waits for.
+	// message is its Failed condition's message, or what it waits for.
 	message string
 }
 
@@ -56,7 +56,12 @@ func viewBackup(b *etcdv1alpha1.EtcdBackup) scheduledBackup {
 	case finished(b):
 		v.state = backupGood
 	default:
-		if c := apimeta.FindStatusCondition(conds, etcdv1alpha1.BackupComplete); c != nil {
+		// What it waits for: the file, or once written, its verification.
+		t := etcdv1alpha1.BackupComplete
+		if apimeta.IsStatusConditionTrue(conds, t) {
+			t = etcdv1alpha1.BackupVerified
+		}
+		if c := apimeta.FindStatusCondition(conds, t); c != nil {
 			v.message = c.Message
 		}
 	}

@@ -99,3 +99,36 @@ func TestPrune(t *testing.T) {
 		})
 	}
 }
+
+func TestViewBackup(t *testing.T) {
+	c := func(t string, s metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: "R", Message: t + " message"}
+	}
+	for _, tc := range []struct {
+		name         string
+		verify       bool
+		conds        []metav1.Condition
+		want         backupState
+		wantVerified bool
+		wantMessage  string
+	}{
+		{name: "waiting", verify: true, conds: []metav1.Condition{c("Complete", "False")}, want: backupActive, wantMessage: "Complete message"},
+		{name: "written, verifying: not good yet", verify: true, conds: []metav1.Condition{c("Complete", "True"), c("Verified", "Unknown")}, want: backupActive, wantMessage: "Verified message"},
+		{name: "verified", verify: true, conds: []metav1.Condition{c("Complete", "True"), c("Verified", "True")}, want: backupGood, wantVerified: true},
+		{name: "written without verification", conds: []metav1.Condition{c("Complete", "True")}, want: backupGood},
+		{name: "verification failed", verify: true, conds: []metav1.Condition{c("Complete", "True"), c("Verified", "False"), c("Failed", "True")},
+			want: backupFailed, wantMessage: "Failed message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := testBackup(func(s *etcdv1alpha1.EtcdBackupSpec) { s.Verify = ptr.To(tc.verify) })
+			b.CreationTimestamp = metav1.NewTime(t0)
+			b.Status.Conditions = tc.conds
+			v := viewBackup(b)
+			g.Expect(v.state).To(Equal(tc.want))
+			g.Expect(v.verified).To(Equal(tc.wantVerified))
+			g.Expect(v.message).To(Equal(tc.wantMessage))
+			g.Expect(v.at).To(Equal(t0), "without the annotation, its creation")
+		})
+	}
+}

@@ -7,20 +7,27 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tend-dev/tend/internal/controller/etcdbackup"
 	"github.com/tend-dev/tend/internal/controller/etcdcluster"
 	"github.com/tend-dev/tend/internal/controller/podset"
 	"github.com/tend-dev/tend/internal/controller/queue"
 	"github.com/tend-dev/tend/internal/manager"
+	"github.com/tend-dev/tend/internal/podspec"
 )
 
 func main() {
@@ -86,12 +93,16 @@ func runManager(args []string, stderr io.Writer) error {
 	queueOpts.BindFlags(fs)
 	etcdOpts := etcdcluster.DefaultOptions()
 	etcdOpts.BindFlags(fs)
+	backupOpts := etcdbackup.DefaultOptions()
+	backupOpts.BindFlags(fs)
+	agentImage := fs.String("agent-image", "",
+		"The image whose tend agents run backup and restore Jobs. Empty: the manager's own, read from its pod (POD_NAME and POD_NAMESPACE), else "+podspec.DefaultAgentImage+".")
 	// Every controller the manager can run, for --controllers.
-	controllers := []manager.Controller{
+	controllers := append([]manager.Controller{
 		podset.Controller(&podsetOpts),
 		queue.Controller(&queueOpts),
 		etcdcluster.Controller(&etcdOpts),
-	}
+	}, etcdbackup.Controllers(&backupOpts)...)
 	config.RegisterFlags(fs) // --kubeconfig
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -108,5 +119,26 @@ func runManager(args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("finding the apiserver: %w", err)
 	}
-	return manager.Run(ctrl.SetupSignalHandler(), cfg, opts, selected)
+	ctx := ctrl.SetupSignalHandler()
+	image, err := resolveAgentImage(ctx, cfg, *agentImage)
+	if err != nil {
+		return err
+	}
+	etcdOpts.AgentImage, backupOpts.AgentImage = image, image
+	return manager.Run(ctx, cfg, opts, selected)
+}
+
+// resolveAgentImage is the agents' image: the flag's, else the manager's
+// own (its pod's container "manager"), else the default.
+func resolveAgentImage(ctx context.Context, cfg *rest.Config, flagged string) (string, error) {
+	if flagged != "" {
+		return flagged, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	own, err := manager.OwnImage(ctx, cfg, "manager")
+	if err != nil {
+		return "", fmt.Errorf("finding the agents' image (set --agent-image to skip this): %w", err)
+	}
+	return cmp.Or(own, podspec.DefaultAgentImage), nil
 }

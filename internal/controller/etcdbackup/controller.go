@@ -22,6 +22,7 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/manager"
+	"github.com/tend-dev/tend/internal/podspec"
 )
 
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create;update;patch;delete
@@ -58,18 +59,14 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
-// DefaultAgentImage is the agents' image when no flag names one.
-const DefaultAgentImage = "ghcr.io/tend-dev/tend:dev"
-
 // DefaultOptions returns the settings used when no flag is given.
 func DefaultOptions() Options {
-	return Options{Workers: 2, AgentImage: DefaultAgentImage, PollInterval: 10 * time.Second}
+	return Options{Workers: 2, PollInterval: 10 * time.Second}
 }
 
 // BindFlags registers the controllers' flags on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "etcdbackup-workers", o.Workers, "EtcdBackups, and EtcdBackupSchedules, reconciled at once.")
-	fs.StringVar(&o.AgentImage, "etcdbackup-agent-image", o.AgentImage, "Image of the tend agents that backup Jobs run.")
 	fs.DurationVar(&o.PollInterval, "etcdbackup-poll-interval", o.PollInterval,
 		"How often the pods of a running backup Job are read for the steps' results.")
 }
@@ -126,7 +123,7 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 		r.PollInterval = DefaultOptions().PollInterval
 	}
 	if r.AgentImage == "" {
-		r.AgentImage = DefaultAgentImage
+		r.AgentImage = podspec.DefaultAgentImage
 	}
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &etcdv1alpha1.EtcdBackup{}, indexCluster, func(obj client.Object) []string {
 		return []string{obj.(*etcdv1alpha1.EtcdBackup).Spec.ClusterRef.Name}

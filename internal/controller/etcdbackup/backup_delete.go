@@ -44,11 +44,13 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) 
 	if err != nil {
 		return err
 	}
-	if job == nil && b.Status.StartTime == nil {
-		// No Job ever ran: there is no file.
+	mine := job != nil && metav1.IsControlledBy(job, b)
+	if !mine && b.Status.StartTime == nil {
+		// No Job of this backup ever ran: there is no file. (A Job of the
+		// same name that it does not own is an earlier backup's.)
 		return r.release(ctx, s)
 	}
-	if job != nil && metav1.IsControlledBy(job, b) && job.DeletionTimestamp.IsZero() && !jobFinished(job) && !finished(b) {
+	if mine && job.DeletionTimestamp.IsZero() && !jobFinished(job) && !finished(b) {
 		if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Job %s: %w", job.Name, err)
 		}

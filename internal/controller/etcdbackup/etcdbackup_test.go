@@ -439,3 +439,19 @@ func TestRetainLetsGoAtOnce(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept-delete"}, &batchv1.Job{}))
 	}, time.Second).Should(BeTrue())
 }
+
+func TestDeletingABackupThatNeverRanLetsGoAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	b := newBackup(t, ns, "never", "missing", nil)
+	g.Eventually(func(g Gomega) {
+		got := getBackup(g, b)
+		g.Expect(got.Finalizers).To(ContainElement(etcdv1alpha1.BackupFinalizer))
+		g.Expect(backupCondition(got, etcdv1alpha1.BackupComplete).Reason).To(Equal(etcdv1alpha1.ReasonClusterNotFound))
+	}, wait).Should(Succeed())
+	g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(b), b)) }, wait).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-delete"}, &batchv1.Job{}))).To(BeTrue(),
+		"no file was written, so there is none to delete")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -90,7 +91,8 @@ func (c *Client) KeyCount(ctx context.Context, endpoint string, rev int64) (int6
 
 // SnapshotFrom streams a snapshot of the store of the member at endpoint to
 // w, as Snapshot does from whichever member the client picks. It checks the
-// SHA-256 that etcd appends to the database as the data passes: a stream
+// SHA-256 that etcd appends to the database as the data passes (and returns
+// the SHA-256 of all it wrote, from the same pass): a stream
 // that ends early, or whose data does not match it, fails with
 // ErrSnapshotChecksum, so a caller that writes w somewhere durable can
 // refuse to keep it. w receives every byte, the SHA-256 included, which
@@ -129,9 +131,11 @@ func (c *Client) SnapshotFrom(ctx context.Context, endpoint string, w io.Writer)
 		if got := info.Size - sha256.Size; got != size {
 			return fmt.Errorf("%w: the member announced %d bytes of database and sent %d, with its SHA-256", ErrSnapshotChecksum, size, got)
 		}
-		if !check.ok() {
+		ok, whole := check.finish()
+		if !ok {
 			return fmt.Errorf("%w: the SHA-256 at the end of the stream is not that of the %d bytes before it", ErrSnapshotChecksum, size)
 		}
+		info.SHA256 = hex.EncodeToString(whole)
 		return nil
 	})
 	if err != nil {
@@ -165,8 +169,13 @@ func (t *trailerCheck) write(p []byte) {
 	}
 }
 
-func (t *trailerCheck) ok() bool {
-	return len(t.tail) == sha256.Size && bytes.Equal(t.h.Sum(nil), t.tail)
+// finish tells whether the last bytes were the SHA-256 of those before
+// them, and returns the SHA-256 of the whole stream, from the same pass.
+func (t *trailerCheck) finish() (ok bool, whole []byte) {
+	ok = len(t.tail) == sha256.Size && bytes.Equal(t.h.Sum(nil), t.tail) // Sum leaves the state as it was
+	t.h.Write(t.tail)
+	t.tail = t.tail[:0]
+	return ok, t.h.Sum(nil)
 }
 
 func revString(rev int64) string {

@@ -3,6 +3,7 @@ package etcd
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -96,6 +97,8 @@ func TestSnapshotFrom(t *testing.T) {
 		info, err := c.SnapshotFrom(callCtx(t), s.Endpoint, &buf)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(info.Size).To(Equal(int64(buf.Len())))
+		sum := sha256.Sum256(buf.Bytes())
+		g.Expect(info.SHA256).To(Equal(hex.EncodeToString(sum[:])))
 		g.Expect(info.Version).To(Equal("3.6.0"))
 		g.Expect(os.WriteFile(path, buf.Bytes(), 0o600)).To(Succeed())
 
@@ -170,7 +173,11 @@ func TestTrailerCheck(t *testing.T) {
 					c.write(rest[:n])
 					rest = rest[n:]
 				}
-				NewWithT(t).Expect(c.ok()).To(Equal(tt.want))
+				ok, whole := c.finish()
+				g := NewWithT(t)
+				g.Expect(ok).To(Equal(tt.want))
+				sum := sha256.Sum256(tt.stream)
+				g.Expect(whole).To(Equal(sum[:]), "the SHA-256 of the whole stream")
 			})
 		}
 	}

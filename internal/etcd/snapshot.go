@@ -13,6 +13,10 @@ type SnapshotInfo struct {
 	// the etcd minor release that restores it. Empty from members older
 	// than v3.6.
 	Version string
+	// SHA256 is the hex SHA-256 of every byte written (the database and
+	// the SHA-256 that etcd appends to it), which SnapshotFrom computes
+	// while it checks the stream; Snapshot leaves it empty.
+	SHA256 string
 }
 
 // Snapshot streams a point-in-time snapshot of the store from one member to

@@ -111,47 +111,40 @@ type written struct {
 	Version   string
 }
 
-// errStopped ends a snapshot whose upload has stopped.
+// errStopped is what a writer to a store that stopped reading gets.
 var errStopped = errors.New("the store stopped reading")
 
-// stream pipes a snapshot of the member at endpoint through the compressor
-// and a SHA-256 into st. The snapshot runs in its own goroutine and the
-// store reads from a pipe: the store sees the end of the stream only when
-// the snapshot and the compressor ended well, and sees their error
-// otherwise, so a cut snapshot never becomes a stored artifact.
+// stream writes a snapshot of the member at endpoint, through the
+// compressor and a SHA-256, into a new artifact of st, and puts it in place
+// only when the snapshot and the compressor ended well (etcd's own SHA-256
+// included), so a cut snapshot never becomes a stored artifact.
 func stream(ctx context.Context, cli *etcd.Client, endpoint string, st store, owner string, prev stored, c Compression) (etcd.SnapshotInfo, written, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pr, pw := io.Pipe()
-	sum := &counter{h: sha256.New()}
-	type outcome struct {
-		info etcd.SnapshotInfo
-		err  error
+	up, err := st.create(ctx, owner, prev)
+	if err != nil {
+		return etcd.SnapshotInfo{}, written{}, err
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		info, err := snapshotInto(ctx, cli, endpoint, io.MultiWriter(sum, pw), c)
-		_ = pw.CloseWithError(err) // nil: the reader's io.EOF
-		done <- outcome{info, err}
-	}()
-	version, putErr := st.put(ctx, pr, owner, prev, func() fileMeta {
-		return fileMeta{SHA256: sum.sum(), SizeBytes: sum.n, Compression: c}
-	})
-	// A store that stopped reading, on an error or not, ends the snapshot.
-	_ = pr.CloseWithError(errStopped)
-	if putErr != nil {
-		cancel()
+	// Uncompressed, the stored bytes are the snapshot's, whose SHA-256
+	// SnapshotFrom computes as it checks etcd's: one pass, not two.
+	sum := &counter{}
+	if c != None {
+		sum.h = sha256.New()
 	}
-	snap := <-done
-	switch {
-	case snap.err != nil && !errors.Is(snap.err, errStopped):
-		return etcd.SnapshotInfo{}, written{}, snap.err
-	case putErr != nil:
-		return etcd.SnapshotInfo{}, written{}, putErr
-	case snap.err != nil:
-		return etcd.SnapshotInfo{}, written{}, snap.err
+	info, err := snapshotInto(ctx, cli, endpoint, io.MultiWriter(sum, up), c)
+	if err != nil {
+		if storeErr := up.abort(err); storeErr != nil {
+			return etcd.SnapshotInfo{}, written{}, storeErr
+		}
+		return etcd.SnapshotInfo{}, written{}, err
 	}
-	return snap.info, written{SizeBytes: sum.n, SHA256: sum.sum(), Version: version}, nil
+	w := written{SizeBytes: sum.n, SHA256: info.SHA256}
+	if sum.h != nil {
+		w.SHA256 = sum.sum()
+	}
+	w.Version, err = up.commit(fileMeta{SHA256: w.SHA256, SizeBytes: w.SizeBytes, Compression: c})
+	if err != nil {
+		return etcd.SnapshotInfo{}, written{}, err
+	}
+	return info, w, nil
 }
 
 // snapshotInto writes the member's snapshot, compressed, to w.
@@ -180,7 +173,7 @@ func readBack(ctx context.Context, st store, w written) error {
 	}
 	defer body.Close()
 	sum := &counter{h: sha256.New()}
-	if _, err := io.Copy(sum, body); err != nil {
+	if _, err := io.CopyBuffer(sum, readerOnly{body}, make([]byte, 1<<20)); err != nil {
 		return fmt.Errorf("reading the artifact back: %w", err)
 	}
 	if size >= 0 && size != sum.n {
@@ -192,14 +185,16 @@ func readBack(ctx context.Context, st store, w written) error {
 	return nil
 }
 
-// counter hashes and counts what is written to it.
+// counter counts what is written to it, and hashes it when it has a hash.
 type counter struct {
 	h hash.Hash
 	n int64
 }
 
 func (c *counter) Write(p []byte) (int, error) {
-	c.h.Write(p)
+	if c.h != nil {
+		c.h.Write(p)
+	}
 	c.n += int64(len(p))
 	return len(p), nil
 }

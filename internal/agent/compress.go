@@ -51,7 +51,10 @@ func (c Compression) compressor(w io.Writer) (io.WriteCloser, error) {
 	case Zstd:
 		// The frame's checksum lets the reader catch damage that the
 		// artifact's SHA-256, when unknown, would not.
-		return zstd.NewWriter(w, zstd.WithEncoderLevel(zstdLevel), zstd.WithEncoderCRC(true))
+		// One goroutine: the stream arrives in 32 KiB messages, far slower
+		// than one core compresses them, and the cores are better left to
+		// etcd and the hashes.
+		return zstd.NewWriter(w, zstd.WithEncoderLevel(zstdLevel), zstd.WithEncoderCRC(true), zstd.WithEncoderConcurrency(1))
 	}
 	return nil, fmt.Errorf("%w: compression %q", ErrInvalid, c)
 }

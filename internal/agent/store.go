@@ -61,10 +61,10 @@ type stored struct {
 type store interface {
 	// stat says whether there is an artifact, and whose.
 	stat(ctx context.Context) (stored, error)
-	// put writes all of r as the artifact of owner, replacing prev (what
-	// stat saw) and nothing else. meta is recorded beside it when the
-	// store can (a file's .meta.json). It returns the new version.
-	put(ctx context.Context, r io.Reader, owner string, prev stored, meta func() fileMeta) (string, error)
+	// create starts writing the artifact of owner, to replace prev (what
+	// stat saw) and nothing else. Nothing is in place before the upload's
+	// commit.
+	create(ctx context.Context, owner string, prev stored) (upload, error)
 	// open reads the artifact; version, when not empty, must still be the
 	// one there. It returns the stored size when known, -1 otherwise.
 	open(ctx context.Context, version string) (io.ReadCloser, int64, error)
@@ -97,6 +97,18 @@ func openStore(ctx context.Context, loc Location, o S3Options) (store, error) {
 		return nil, fmt.Errorf("%w: part size %d is below S3's %d", ErrInvalid, partSize, manager.MinUploadPartSize)
 	}
 	return &s3Store{loc: loc, client: client, partSize: partSize, concurrency: concurrency}, nil
+}
+
+// upload is an artifact being written.
+type upload interface {
+	io.Writer
+	// commit puts what was written in place, with meta recorded beside it
+	// when the store can (a file's .meta.json), and returns the new
+	// version. Call it once the whole artifact was written without error.
+	commit(meta fileMeta) (string, error)
+	// abort drops what was written, because of cause, and returns the
+	// store's own error when the store failed first, nil otherwise.
+	abort(cause error) error
 }
 
 // checkOwner refuses an artifact that someone else wrote, or whose writer

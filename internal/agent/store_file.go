@@ -53,58 +53,71 @@ func (f fileStore) stat(context.Context) (stored, error) {
 	return s, nil
 }
 
-// put writes r under a temporary name in the file's folder, syncs it,
-// writes the record, and renames the file into place, so that the file is
-// either the old one or the whole new one. The owner is checked again
+// create writes under a temporary name in the file's folder; commit syncs
+// it, writes the record, and renames the file into place, so that the file
+// is either the old one or the whole new one. The owner is checked again
 // right before the rename.
-func (f fileStore) put(ctx context.Context, r io.Reader, owner string, _ stored, meta func() fileMeta) (_ string, err error) {
+func (f fileStore) create(_ context.Context, owner string, _ stored) (upload, error) {
 	dir := filepath.Dir(f.path)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return "", err
+		return nil, err
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.path)+".tmp-*")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	return &fileUpload{f: f, owner: owner, tmp: tmp, w: bufio.NewWriterSize(tmp, 1<<20)}, nil
+}
+
+type fileUpload struct {
+	f     fileStore
+	owner string
+	tmp   *os.File
+	w     *bufio.Writer
+}
+
+func (u *fileUpload) Write(p []byte) (int, error) { return u.w.Write(p) }
+
+func (u *fileUpload) abort(error) error {
+	_ = u.tmp.Close()
+	_ = os.Remove(u.tmp.Name())
+	return nil
+}
+
+func (u *fileUpload) commit(meta fileMeta) (_ string, err error) {
 	defer func() {
 		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
+			_ = u.abort(err)
 		}
 	}()
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if _, err := io.Copy(w, r); err != nil {
+	if err := u.w.Flush(); err != nil {
 		return "", err
 	}
-	if err := w.Flush(); err != nil {
+	if err := u.tmp.Sync(); err != nil {
 		return "", err
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := u.tmp.Close(); err != nil {
 		return "", err
 	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	now, err := f.stat(ctx)
+	now, err := u.f.stat(context.Background())
 	if err != nil {
 		return "", err
 	}
-	if err := checkOwner(Location{URI: "file://" + f.path}, now, owner); err != nil {
+	if err := checkOwner(Location{URI: "file://" + u.f.path}, now, u.owner); err != nil {
 		return "", err
 	}
-	m := meta()
-	m.Owner = owner
-	raw, err := json.Marshal(m)
+	meta.Owner = u.owner
+	raw, err := json.Marshal(meta)
 	if err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(f.metaPath(), raw); err != nil {
+	if err := writeFileAtomic(u.f.metaPath(), raw); err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
+	if err := os.Rename(u.tmp.Name(), u.f.path); err != nil {
 		return "", err
 	}
-	return "", syncDir(dir)
+	return "", syncDir(filepath.Dir(u.f.path))
 }
 
 func (f fileStore) open(context.Context, string) (io.ReadCloser, int64, error) {

@@ -34,18 +34,21 @@ func (s *s3Store) stat(ctx context.Context) (stored, error) {
 	return stored{Exists: true, Owner: out.Metadata[ownerKey], Version: awssdk.ToString(out.ETag)}, nil
 }
 
-// put streams r to the object by a multipart upload (a single PutObject
-// when it fits in one part), holding no more than the upload's parts in
-// memory. The write is conditional: on no object when there was none, on
-// the same ETag when there was one of the owner, so that an object that
+// create streams what is written to the object by a multipart upload (a
+// single PutObject when it fits in one part), holding no more than the
+// upload's parts in memory: the upload runs in a goroutine of its own and
+// reads from a pipe, and completes only when commit closes the pipe, never
+// on an abort. The write is conditional: on no object when there was none,
+// on the same ETag when there was one of the owner, so that an object that
 // someone wrote in the meantime is never replaced; the store then refuses
-// the upload with PreconditionFailed, and a retry finds out whose it is.
-// A failed multipart upload is aborted.
-func (s *s3Store) put(ctx context.Context, r io.Reader, owner string, prev stored, _ func() fileMeta) (string, error) {
+// the upload with PreconditionFailed, and a retry finds out whose it is. A
+// failed multipart upload is aborted.
+func (s *s3Store) create(ctx context.Context, owner string, prev stored) (upload, error) {
+	pr, pw := io.Pipe()
 	in := &s3.PutObjectInput{
 		Bucket:      &s.loc.Bucket,
 		Key:         &s.loc.Key,
-		Body:        r,
+		Body:        pr,
 		ContentType: awssdk.String("application/octet-stream"),
 		Metadata:    map[string]string{ownerKey: owner},
 	}
@@ -62,11 +65,44 @@ func (s *s3Store) put(ctx context.Context, r io.Reader, owner string, prev store
 		u.PartSize = s.partSize
 		u.Concurrency = s.concurrency
 	})
-	out, err := uploader.Upload(ctx, in) //nolint:staticcheck // SA1019, as NewUploader.
-	if err != nil {
-		return "", s.explain("uploading to", err)
+	u := &s3Upload{pw: pw, done: make(chan struct{})}
+	go func() {
+		defer close(u.done)
+		out, err := uploader.Upload(ctx, in) //nolint:staticcheck // SA1019, as NewUploader.
+		if err != nil {
+			u.err = s.explain("uploading to", err)
+			// The writer sees why the store stopped reading.
+			_ = pr.CloseWithError(u.err)
+			return
+		}
+		u.etag = awssdk.ToString(out.ETag)
+		_ = pr.CloseWithError(errStopped)
+	}()
+	return u, nil
+}
+
+type s3Upload struct {
+	pw   *io.PipeWriter
+	done chan struct{}
+	etag string // set before done is closed
+	err  error  // set before done is closed
+}
+
+func (u *s3Upload) Write(p []byte) (int, error) { return u.pw.Write(p) }
+
+func (u *s3Upload) commit(fileMeta) (string, error) {
+	_ = u.pw.Close() // the upload's io.EOF
+	<-u.done
+	return u.etag, u.err
+}
+
+func (u *s3Upload) abort(cause error) error {
+	_ = u.pw.CloseWithError(cause)
+	<-u.done
+	if u.err != nil && !errors.Is(u.err, cause) {
+		return u.err
 	}
-	return awssdk.ToString(out.ETag), nil
+	return nil
 }
 
 func (s *s3Store) open(ctx context.Context, version string) (io.ReadCloser, int64, error) {

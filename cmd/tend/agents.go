@@ -83,9 +83,13 @@ func runAgent(name string, args []string, stderr io.Writer) int {
 	run := step.bind(fs)
 
 	log := zap.New(zap.WriteTo(stderr)).WithName(step.op)
+	var started time.Time // when the step's work began, once the flags are read
 	finish := func(r agent.Result, err error) int {
 		r.Op = step.op
 		r = r.Failed(err)
+		if !started.IsZero() {
+			r.DurationSeconds = time.Since(started).Seconds()
+		}
 		code := agent.ExitCode(err)
 		if err != nil {
 			log.Error(err, "The step failed", "terminal", r.Terminal)
@@ -123,6 +127,7 @@ func runAgent(name string, args []string, stderr io.Writer) int {
 	} else if step.timeout > 0 {
 		return finish(agent.Result{}, fmt.Errorf("%w: --timeout must be positive", agent.ErrInvalid))
 	}
+	started = time.Now()
 	return finish(run(ctx, log))
 }
 

@@ -123,3 +123,161 @@ func rotation[T any](variants []T, round int) []T {
 	}
 	return out
 }
+
+// b9Size is a database size that B9 measures at.
+type b9Size struct {
+	// label is as given: "100MB".
+	label string
+	bytes int64
+}
+
+// parseB9Sizes reads a comma-separated list of sizes in MB or GB (10^6 and
+// 10^9 bytes), such as "100MB,1GB", each at least 1 MB.
+func parseB9Sizes(s string) ([]b9Size, error) {
+	var sizes []b9Size
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		var n float64
+		var unit string
+		if _, err := fmt.Sscanf(f, "%g%s", &n, &unit); err != nil {
+			return nil, fmt.Errorf("size %q: want a number and MB or GB, such as 100MB", f)
+		}
+		var scale float64
+		switch strings.ToUpper(unit) {
+		case "MB":
+			scale = 1e6
+		case "GB":
+			scale = 1e9
+		default:
+			return nil, fmt.Errorf("size %q: the unit is MB or GB", f)
+		}
+		if n*scale < 1e6 {
+			return nil, fmt.Errorf("size %q: at least 1MB", f)
+		}
+		sizes = append(sizes, b9Size{label: f, bytes: int64(n * scale)})
+	}
+	return sizes, nil
+}
+
+// b9Compressions are the compressions tend backup is measured with, in
+// the tables' order.
+var b9Compressions = []string{"None", "Gzip", "Zstd"}
+
+// b9Goal is the goal: tend backup at least 90% of the rate of a
+// direct etcdctl snapshot save from the same member.
+const b9Goal = 0.9
+
+// b9Figures are what B9 measured at one database size.
+type b9Figures struct {
+	size b9Size
+	// dbBytes is the member's database size; snapshotBytes the size of
+	// its snapshot, as etcdutl snapshot status gives it.
+	dbBytes, snapshotBytes int64
+	// measured is set once the size's samples are taken.
+	measured bool
+
+	// Throughput, MB/s: etcdctl snapshot save (the anchor), tend backup
+	// per compression as a whole (its Result's durationSeconds) and its
+	// stream alone (snapshot, compression, SHA-256, upload; its log).
+	etcdctl []float64
+	tend    map[string][]float64
+	stream  map[string][]float64
+	// stored is the stored size over the snapshot's, per compression.
+	stored map[string]float64
+
+	// Verification, seconds: from the backup's Result to verify's (the
+	// kubelet's stamps); the agent's own Verification.durationSeconds;
+	// and its parts.
+	verify, verifyAgent, verifyFetch, verifyRestore, verifyStep []float64
+
+	// Restore, seconds: etcdutl snapshot restore of every member's data
+	// at once (the anchor) and each one's; a new EtcdCluster from the
+	// backup until Available, until Restored, and the parts of each
+	// restore Job.
+	etcdutl, etcdutlEach                                                          []float64
+	restore, restored, restoreFetch, restoreEtcdutl, restoreInstall, restoreStart []float64
+	// members of the restored clusters.
+	members int
+}
+
+func newB9Figures(size b9Size) *b9Figures {
+	return &b9Figures{size: size, tend: map[string][]float64{}, stream: map[string][]float64{}, stored: map[string]float64{}}
+}
+
+// throughputRows are the rows of the backup throughput table.
+func (f *b9Figures) throughputRows() []b9Row {
+	rows := []b9Row{{label: "etcdctl snapshot save → a file on the node (anchor; its own \"took\")", unit: "MB/s",
+		samples: f.etcdctl, metric: "etcdctl_MB/s"}}
+	for _, c := range b9Compressions {
+		lc := strings.ToLower(c)
+		stored := ""
+		if s, ok := f.stored[c]; ok && c != "None" {
+			stored = fmt.Sprintf(", stored %.0f%% of the snapshot", 100*s)
+		}
+		rows = append(rows,
+			b9Row{label: fmt.Sprintf("tend backup --compression=%s → S3, read back, SHA-256 checked (Result durationSeconds%s)", c, stored),
+				unit: "MB/s", samples: f.tend[c], vs: f.etcdctl, goal: b9Goal, metric: "tend_" + lc + "_MB/s"},
+			b9Row{label: "… its stream alone: snapshot → " + c + " → SHA-256 → multipart upload (its log)",
+				unit: "MB/s", samples: f.stream[c], vs: f.etcdctl})
+	}
+	return rows
+}
+
+// verifyRows are the rows of the verification table.
+func (f *b9Figures) verifyRows() []b9Row {
+	return []b9Row{
+		{label: "verification: backup's Result → verify's Result (kubelet's stamps)", unit: "s", samples: f.verify, metric: "verify_s"},
+		{label: "… as the agent reports it (Verification.durationSeconds, whole seconds)", unit: "s", samples: f.verifyAgent},
+		{label: "… tend fetch: download, SHA-256 (Result durationSeconds)", unit: "s", samples: f.verifyFetch},
+		{label: "… etcdutl snapshot restore (its log, kubelet's stamps)", unit: "s", samples: f.verifyRestore},
+		{label: "… tend verify: local etcd up, HashKV and key counts of both (Result durationSeconds)", unit: "s", samples: f.verifyStep},
+	}
+}
+
+// restoreRows are the rows of the restore table.
+func (f *b9Figures) restoreRows() []b9Row {
+	n := f.members
+	return []b9Row{
+		{label: fmt.Sprintf("etcdutl snapshot restore of the %d members' data at once (anchor; its log, kubelet's stamps)", n),
+			unit: "s", samples: f.etcdutl, metric: "etcdutl_s"},
+		{label: fmt.Sprintf("… each member's, while %d run", n), unit: "s", samples: f.etcdutlEach},
+		{label: fmt.Sprintf("new %d-member EtcdCluster, spec.bootstrap.restore.source: create → Available", n),
+			unit: "s", samples: f.restore, vs: f.etcdutl, metric: "restore_s"},
+		{label: "… create → Restored=True: volumes, a restore Job per member", unit: "s", samples: f.restored, vs: f.etcdutl},
+		{label: "… each Job's tend fetch (Result durationSeconds)", unit: "s", samples: f.restoreFetch},
+		{label: "… each Job's etcdutl snapshot restore (its log)", unit: "s", samples: f.restoreEtcdutl},
+		{label: "… each Job's tend restore install (Result durationSeconds)", unit: "s", samples: f.restoreInstall},
+		{label: "… Restored=True → Available: StatefulSet, members start", unit: "s", samples: f.restoreStart},
+	}
+}
+
+// write writes the size's tables.
+func (f *b9Figures) write(w io.Writer) {
+	what := fmt.Sprintf("database %.0f MB, snapshot %.0f MB", float64(f.dbBytes)/1e6, float64(f.snapshotBytes)/1e6)
+	writeB9Table(w, fmt.Sprintf("B9 %s: backup throughput, MB/s (10^6 bytes of the uncompressed snapshot a second; higher is better); %s",
+		f.size.label, what), f.throughputRows())
+	if len(f.verify) > 0 {
+		writeB9Table(w, fmt.Sprintf("B9 %s: verification of a --compression=None backup, seconds; %s", f.size.label, what), f.verifyRows())
+	}
+	if len(f.restore) > 0 || len(f.etcdutl) > 0 {
+		writeB9Table(w, fmt.Sprintf("B9 %s: restore from a --compression=None backup, seconds (lower is better); %s", f.size.label, what), f.restoreRows())
+	}
+}
+
+// metrics are the medians that b.ReportMetric reports, by unit, with the
+// ratios of the rows that have an anchor and a metric.
+func (f *b9Figures) metrics() map[string]float64 {
+	out := map[string]float64{}
+	for _, rows := range [][]b9Row{f.throughputRows(), f.verifyRows(), f.restoreRows()} {
+		for _, r := range rows {
+			if r.metric == "" || len(r.samples) == 0 {
+				continue
+			}
+			out[r.metric] = distOf(r.samples).med
+			if ratio, ok := r.ratio(); ok {
+				out[strings.TrimSuffix(strings.TrimSuffix(r.metric, "_MB/s"), "_s")+"_ratio"] = ratio
+			}
+		}
+	}
+	return out
+}

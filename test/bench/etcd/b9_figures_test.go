@@ -147,3 +147,72 @@ func TestAgentLogSeconds(t *testing.T) {
 	_, ok = agentLogSeconds("", "Stored the snapshot")
 	g.Expect(ok).To(BeFalse())
 }
+
+func TestLastStamp(t *testing.T) {
+	g := NewWithT(t)
+	at, err := lastStamp("2026-11-23T10:20:30.5Z {\"msg\":\"x\"}\n2026-11-23T10:20:31.25Z {\"op\":\"backup\"}\n")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(at.UTC().Format(time.RFC3339Nano)).To(Equal("2026-11-23T10:20:31.25Z"))
+	_, err = lastStamp("")
+	g.Expect(err).To(MatchError(ContainSubstring("no kubelet timestamp")))
+}
+
+func TestSnapshotStatusSize(t *testing.T) {
+	g := NewWithT(t)
+	size, err := snapshotStatusSize("Deprecated: Use `etcdutl snapshot status` instead.\n\n" +
+		`{"hash":3854571231,"revision":40012,"totalKey":40001,"totalSize":1073741824,"version":"3.6.0"}` + "\n")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(size).To(Equal(int64(1073741824)))
+	_, err = snapshotStatusSize("{}\n")
+	g.Expect(err).To(MatchError(ContainSubstring("no JSON line with a totalSize")))
+}
+
+func TestParseB9Sizes(t *testing.T) {
+	g := NewWithT(t)
+	sizes, err := parseB9Sizes("100MB, 1GB,1.5gb")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sizes).To(Equal([]b9Size{{"100MB", 100_000_000}, {"1GB", 1_000_000_000}, {"1.5gb", 1_500_000_000}}))
+	for _, bad := range []string{"", "100", "100KB", "MB", "0.5MB"} {
+		_, err := parseB9Sizes(bad)
+		g.Expect(err).To(HaveOccurred(), bad)
+	}
+}
+
+func TestB9FiguresTablesAndMetrics(t *testing.T) {
+	g := NewWithT(t)
+	f := newB9Figures(b9Size{label: "1GB", bytes: 1e9})
+	f.dbBytes, f.snapshotBytes, f.members = 1_100_000_000, 1_050_000_000, 3
+	f.etcdctl = []float64{200, 210, 190}
+	f.tend["None"] = []float64{180, 185, 190}
+	f.stream["None"] = []float64{300, 310, 320}
+	f.tend["Gzip"] = []float64{100, 110, 90}
+	f.stored["Gzip"] = 0.52
+	f.verify = []float64{10, 11, 12}
+	f.verifyAgent = []float64{10, 11, 12}
+	f.etcdutl = []float64{4, 5, 6}
+	f.restore = []float64{30, 25, 35}
+	f.restored = []float64{20, 18, 22}
+
+	var b strings.Builder
+	f.write(&b)
+	out := b.String()
+	g.Expect(out).To(ContainSubstring("B9 1GB: backup throughput, MB/s (10^6 bytes of the uncompressed snapshot a second; higher is better); database 1100 MB, snapshot 1050 MB"))
+	g.Expect(out).To(ContainSubstring("| tend backup --compression=None → S3, read back, SHA-256 checked (Result durationSeconds) | MB/s | 3 | 180 | 185 | 190 | 0.93 | ≥ 0.90: met |"))
+	g.Expect(out).To(ContainSubstring("| … its stream alone: snapshot → None → SHA-256 → multipart upload (its log) | MB/s | 3 | 300 | 310 | 320 | 1.55 |  |"))
+	g.Expect(out).To(ContainSubstring("| tend backup --compression=Gzip → S3, read back, SHA-256 checked (Result durationSeconds, stored 52% of the snapshot) | MB/s | 3 | 90.0 | 100 | 110 | 0.50 | ≥ 0.90: missed |"))
+	g.Expect(out).To(ContainSubstring("| tend backup --compression=Zstd → S3, read back, SHA-256 checked (Result durationSeconds) | MB/s | 0 | – | – | – | – | ≥ 0.90: not measured |"))
+	g.Expect(out).To(ContainSubstring("B9 1GB: verification of a --compression=None backup, seconds"))
+	g.Expect(out).To(ContainSubstring("| new 3-member EtcdCluster, spec.bootstrap.restore.source: create → Available | s | 3 | 25.0 | 30.0 | 35.0 | 6.00 |  |"))
+
+	g.Expect(f.metrics()).To(Equal(map[string]float64{
+		"etcdctl_MB/s": 200, "tend_none_MB/s": 185, "tend_none_ratio": 0.925, "tend_gzip_MB/s": 100, "tend_gzip_ratio": 0.5,
+		"verify_s": 11, "etcdutl_s": 5, "restore_s": 30, "restore_ratio": 6,
+	}))
+
+	// A size without verification or restores prints the throughput only.
+	f = newB9Figures(b9Size{label: "100MB", bytes: 1e8})
+	b.Reset()
+	f.write(&b)
+	g.Expect(b.String()).NotTo(ContainSubstring("verification"))
+	g.Expect(b.String()).NotTo(ContainSubstring("restore from"))
+}

@@ -101,3 +101,35 @@ func agentLogSeconds(log, msg string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// lastStamp is the kubelet's stamp of the last line of a log fetched with
+// timestamps: for an agent, the line with its Result, written as it ends.
+func lastStamp(log string) (time.Time, error) {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	stamp, _, _ := strings.Cut(lines[len(lines)-1], " ")
+	at, err := time.Parse(time.RFC3339Nano, stamp)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("the log's last line has no kubelet timestamp: %w; the log:\n%s", err, log)
+	}
+	return at, nil
+}
+
+// snapshotStatusSize is the totalSize that etcdutl snapshot status
+// --write-out=json prints: the snapshot's database size in bytes.
+func snapshotStatusSize(log string) (int64, error) {
+	sc := bufio.NewScanner(strings.NewReader(log))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var st struct {
+			TotalSize int64 `json:"totalSize"`
+		}
+		if json.Unmarshal([]byte(line), &st) == nil && st.TotalSize > 0 {
+			return st.TotalSize, nil
+		}
+	}
+	return 0, fmt.Errorf("no JSON line with a totalSize in etcdutl snapshot status's output:\n%s", log)
+}

@@ -375,8 +375,11 @@ func waitGone(t *testing.T, obj client.Object, timeout time.Duration) {
 func checkNoMembers(t *testing.T, ns, name string) {
 	t.Helper()
 	cluster.WaitFor(t, time.Minute, "no members or volumes of "+name, func(ctx context.Context) (bool, error) {
-		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("StatefulSet %s: %v", name, err)
+		switch err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &appsv1.StatefulSet{}); {
+		case err == nil:
+			return false, fmt.Errorf("StatefulSet %s still exists", name)
+		case !apierrors.IsNotFound(err):
+			return false, err
 		}
 		var pvcs corev1.PersistentVolumeClaimList
 		if err := cluster.Client.List(ctx, &pvcs, client.InNamespace(ns), client.MatchingLabels{etcdClusterLabel: name}); err != nil {

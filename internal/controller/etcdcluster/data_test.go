@@ -279,3 +279,29 @@ func TestRestoreFromABackupFillsTheVolumesBeforeTheMembersStart(t *testing.T) {
 			"the restored volumes are the cluster's own, not stale")
 	}, wait).Should(Succeed())
 }
+
+// A StatefulSet of the cluster's name that another owner holds (an older
+// cluster of the same name on its way out) is not taken for this
+// cluster's: its pods hold the older cluster's data.
+func TestAStatefulSetOfAnotherOwnerIsNotTaken(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	older := newCluster(ns, "older", nil)
+	older.UID = "older-uid"
+	foreign := statefulSet(older, 1, Bootstrap{State: "new"})
+	foreign.Name = "twin"
+	g.Expect(env.Client.Create(ctx, foreign)).To(Succeed())
+	c := newCluster(ns, "twin", nil)
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		a := condition(getCluster(g, c), etcdv1alpha1.ConditionAvailable)
+		g.Expect(a.Message).To(ContainSubstring("belongs to another owner"))
+	}, wait).Should(Succeed())
+	g.Expect(env.Client.Delete(ctx, foreign)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		sts := &appsv1.StatefulSet{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "twin"}, sts)).To(Succeed())
+		g.Expect(metav1.IsControlledBy(sts, getCluster(g, c))).To(BeTrue())
+	}, wait).Should(Succeed())
+}

@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -57,6 +59,10 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// errStatefulSetTaken stops a pass whose StatefulSet name another owner
+// holds; the pass comes back.
+var errStatefulSetTaken = errors.New("the StatefulSet's name is taken")
+
 // reconcileStatefulSet creates the members' StatefulSet of a new cluster:
 // every member starts at once and they form the cluster together. Later
 // changes to it follow the membership (syncStatefulSet).
@@ -64,6 +70,13 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	c := s.cluster
 	sts := &appsv1.StatefulSet{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: statefulSetName(c)}, sts)
+	if err == nil && !metav1.IsControlledBy(sts, c) {
+		// An older cluster's of the same name, on its way out (or
+		// someone else's): its pods are not this cluster's members.
+		s.obs.unreachable = fmt.Errorf("StatefulSet %s belongs to another owner (an older EtcdCluster of the same name being deleted?); waiting for it to go", sts.Name)
+		s.requeueAfter(requeueUnreachable)
+		return errStatefulSetTaken
+	}
 	if err == nil {
 		s.sts = sts
 		return nil

@@ -120,7 +120,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	if err := r.reconcileStatefulSet(ctx, s); err != nil {
+	if err := r.reconcileStatefulSet(ctx, s); errors.Is(err, errStatefulSetTaken) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	if err := r.reconcileConnection(ctx, s); err != nil {

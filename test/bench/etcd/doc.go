@@ -1,9 +1,10 @@
-// Package etcd benchmarks the EtcdCluster controller (issue 6, B8) on the
-// local cluster (hack/cluster, docs/cluster.md): real etcd members in real
-// pods on the node, with volumes of the default StorageClass, and Tend's
-// manager deployed in-cluster from an image built from this work tree, as
-// the e2e tests have it (test/e2e/framework). envtest cannot run it: pods
-// never start there.
+// Package etcd benchmarks the EtcdCluster controller (issue 6, B8) and the
+// data path of etcd backups and restores (B9, below) on the local cluster
+// (hack/cluster, docs/cluster.md): real etcd members in real pods on the
+// node, with volumes of the default StorageClass, and Tend's manager
+// deployed in-cluster from an image built from this work tree, as the e2e
+// tests have it (test/e2e/framework). envtest cannot run them: pods never
+// start there.
 //
 // BenchmarkB8 measures, each in seconds, on a cluster that it creates for
 // the purpose (3 members, ephemeral: false, default storage,
@@ -86,4 +87,76 @@
 // twice. The package's unit tests (status predicates, the timeline's split,
 // the manager's args, the table) need no cluster. They run with and without
 // the tag.
+//
+// # B9: backup, verification and restore
+//
+// BenchmarkB9 (b9_*.go) measures Tend's data path for backups (issue 6,
+// B9) on the same rig, in one run, at each size of -b9.sizes (100MB and
+// 1GB of values by default; one sub-benchmark each). In one namespace it
+// makes a source EtcdCluster of one member (storage 4Gi, quotaBackendBytes
+// 3Gi, deletionPolicy Delete) and a bucket in moto, and fills the member
+// from this machine up to each size, with values of 32 KiB that are half
+// random bytes and half text like Kubernetes' JSON objects (so that
+// compression has something to do, but not everything). Nothing writes to
+// it while a size is measured. A first, untimed etcdctl snapshot reads the
+// database into the page cache. Then -b9.samples rounds (3) each run every
+// variant once, in an order that rotates from round to round, so that
+// drift and caches hit all of them alike:
+//
+//   - anchor: a pod of the etcd image runs etcdctl snapshot save from the
+//     member (its client certificate, its endpoint from the connection
+//     ConfigMap) to a file on an emptyDir, then etcdutl snapshot status,
+//     for the snapshot's size. The time is etcdctl's own "took", from the
+//     snapshot request through the file's fsync.
+//   - tend backup --compression=None|Gzip|Zstd to moto's S3, as the
+//     contract's backup step: stream, compress, SHA-256, multipart upload,
+//     then read back and check. The time is its Result's durationSeconds
+//     (the agent's own work, not the pod's start); the stream alone comes
+//     from its log line "Stored the snapshot".
+//
+// MB/s is the snapshot's uncompressed size (10^6 bytes) over that time.
+// The table gives each variant's least, median and greatest, and its
+// median over etcdctl's, against the goal of 0.90.
+//
+// The None backup's pod also holds the contract's verify steps (tend
+// fetch, etcdutl snapshot restore, a throwaway etcd as a native sidecar,
+// tend verify), as an EtcdBackup with verify on would run them. The
+// verification time runs from the backup step's Result line to the verify
+// step's, by the kubelet's stamps of the two logs; beside it are the
+// agent's own Verification.durationSeconds (whole seconds) and the parts:
+// fetch and verify (their Results' durationSeconds) and etcdutl (from its
+// "restoring snapshot" to its "restored snapshot" line, by the kubelet's
+// stamps, as etcdutl stamps whole seconds).
+//
+// With -b9.restore (on), -b9.samples rounds then alternate, from the last
+// None backup:
+//
+//   - anchor: a pod fetches the file (not timed), then runs etcdutl
+//     snapshot restore for each of the -b9.restore-members (3) members'
+//     data at once, with the flags of Tend's restore Jobs (bump-revision,
+//     mark-compacted): the work a restore cannot skip on this one node.
+//     The time runs from the first "restoring snapshot" line to the last
+//     "restored snapshot" line.
+//   - Tend: a new EtcdCluster of 3 members with
+//     spec.bootstrap.restore.source naming the object and its SHA-256.
+//     The time runs from the create call to the first status with
+//     Available=True, as a watch received it; beside it, the create to
+//     Restored=True, each restore Job's fetch, etcdutl and install, and
+//     Restored to Available. The cluster is then deleted, and the
+//     benchmark waits until its volumes are gone.
+//
+// B9 never fails on time. It fails on real errors: a pod that fails, a
+// verification that does not match, a restore that fails, a step not done
+// within -b9.timeout (10m). It prints its tables to standard output and
+// reports each median as a b.ReportMetric unit (etcdctl_MB/s,
+// tend_none_MB/s, ..., verify_s, etcdutl_s, restore_s) with the ratios
+// (tend_none_ratio, ..., restore_ratio). Its samples are taken once per
+// run: -benchtime does not change their number; -b9.samples does. Run it
+// alone with:
+//
+//	go test -tags e2e ./test/bench/etcd -run '^$' -bench B9 -benchtime 1x -timeout 60m
+//
+// After -args: -b9.sizes, -b9.samples, -b9.restore, -b9.restore-members,
+// -b9.timeout. Its pure parts (distributions, ratios, the tables, the log
+// timings) are tested without the tag.
 package etcd

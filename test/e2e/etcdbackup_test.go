@@ -96,8 +96,8 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 		t.Errorf("artifact URI %q, want %q", s3Backup.Status.Artifact.URI, wantURI)
 	}
 	fields := strings.Fields(cluster.Kubectl(t, "-n", ns, "get", "etcdbackup", "to-s3", "--no-headers"))
-	if len(fields) < 5 || fields[1] != "src" || fields[4] != "True" {
-		t.Errorf("kubectl get etcdbackup shows %q, want cluster src and Verified True", fields)
+	if len(fields) < 6 || fields[1] != "src" || fields[2] != "Verified" || fields[5] != "True" {
+		t.Errorf("kubectl get etcdbackup shows %q, want cluster src, phase Verified and Verified True", fields)
 	}
 
 	t.Run("ScheduleKeepsTheLastTwo", func(t *testing.T) { scheduleKeepsTwo(t, ns, s3c, bucket, s3Dest) })

@@ -140,13 +140,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// patchStatus writes c's status when the pass changed it. The status is
-// computed afresh by every pass, so the last writer is right; no lock.
+// patchStatus writes c's status when the pass changed it, on the
+// resourceVersion the pass read: status also records what happened (which
+// backup the data came from, the members' volumes), and a pass that read
+// a cache older than the last write must not undo it. On a conflict the
+// pass fails and the next one reads afresh.
 func (r *Reconciler) patchStatus(ctx context.Context, before, c *etcdv1alpha1.EtcdCluster) error {
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	return nil

@@ -9,10 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,45 +85,6 @@ func liveFiles(t *testing.T) (cluster *etcdserver.Cluster, connectionDir, client
 	return cluster, connectionDir, clientTLSDir
 }
 
-// startRestoredEtcd runs etcd on dataDir as the verify pod's sidecar does,
-// and kills it when the test ends. It does not wait for it.
-func startRestoredEtcd(t *testing.T, etcdBin, dataDir, clientURL, peerURL string) {
-	t.Helper()
-	cmd := exec.Command(etcdBin, "--name=verify", "--data-dir="+dataDir,
-		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=verify="+peerURL, "--listen-metrics-urls=http://127.0.0.1:"+strconv.Itoa(loopback.TestPort(t)),
-		"--quota-backend-bytes=8589934592", "--unsafe-no-fsync=true")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ETCD") { // etcd reads ETCD_* as flags
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	started, exited := make(chan error), make(chan struct{})
-	go func() {
-		// The parent-death signal follows the starting thread.
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	NewWithT(t).Expect(<-started).To(Succeed())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("the restored etcd's output:\n%s", log.String())
-		}
-	})
-}
-
 // TestAgentsVerifyPod runs the steps of a verifying backup Job's pod, with
 // the arguments the etcdbackup controller gives them, against a cluster
 // with auth on and moto: backup, fetch --from-result, etcdutl restore, the
@@ -185,7 +144,7 @@ func TestAgentsVerifyPod(t *testing.T) {
 	out, err := exec.Command(cluster.Bin.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+dataDir, "--name=verify",
 		"--initial-cluster=verify="+peerURL, "--initial-advertise-peer-urls="+peerURL).CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
-	startRestoredEtcd(t, cluster.Bin.Etcd, dataDir, clientURL, peerURL)
+	etcdserver.StartOnDataDir(t, cluster.Bin.Etcd, dataDir, "verify", clientURL, peerURL, "--quota-backend-bytes=8589934592")
 
 	verifyArgs := append(append([]string{"verify", "--local-endpoint=" + clientURL}, clusterArgs...), "--backup-result="+resultFile)
 	noPassword := runStep(t, "verify", verifyArgs...)

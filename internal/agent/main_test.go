@@ -13,10 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +26,6 @@ import (
 	"github.com/tend-dev/tend/internal/aws"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/testing/etcdserver"
-	"github.com/tend-dev/tend/internal/testing/logtail"
 	"github.com/tend-dev/tend/internal/testing/loopback"
 	"github.com/tend-dev/tend/internal/testing/moto"
 )
@@ -188,7 +185,6 @@ type localEtcd struct {
 	URL      string
 	PeerPort int
 	DataDir  string
-	log      *logtail.Buffer
 }
 
 // newLocal reserves the ports of a local etcd on dataDir.
@@ -197,7 +193,6 @@ func newLocal(t testing.TB, dataDir string) *localEtcd {
 		URL:      "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t)),
 		PeerPort: loopback.TestPort(t),
 		DataDir:  dataDir,
-		log:      logtail.New(64 << 10),
 	}
 }
 
@@ -215,41 +210,7 @@ func (l *localEtcd) start(t testing.TB) {
 	t.Helper()
 	bin, err := etcdserver.FindBinaries()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	peer := "http://127.0.0.1:" + strconv.Itoa(l.PeerPort)
-	cmd := exec.Command(bin.Etcd, "--name=verify", "--data-dir="+l.DataDir,
-		"--listen-client-urls="+l.URL, "--advertise-client-urls="+l.URL,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=verify="+peer, "--listen-metrics-urls=http://127.0.0.1:"+strconv.Itoa(loopback.TestPort(t)),
-		"--unsafe-no-fsync=true")
-	cmd.Stdout, cmd.Stderr = l.log, l.log
-	for _, kv := range os.Environ() {
-		// etcd reads ETCD_* variables as flags.
-		if !strings.HasPrefix(strings.ToUpper(kv), "ETCD") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	started, exited := make(chan error), make(chan struct{})
-	go func() {
-		// The parent-death signal follows the thread that started the
-		// process: keep it until etcd is reaped (as etcdserver does).
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	NewWithT(t).Expect(<-started).To(Succeed())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("the local etcd's output:\n%s", l.log.String())
-		}
-	})
+	etcdserver.StartOnDataDir(t, bin.Etcd, l.DataDir, "verify", l.URL, "http://127.0.0.1:"+strconv.Itoa(l.PeerPort))
 }
 
 // waitReady waits until the local etcd serves /readyz.

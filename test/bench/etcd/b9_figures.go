@@ -184,6 +184,10 @@ type b9Figures struct {
 	stream  map[string][]float64
 	// stored is the stored size over the snapshot's, per compression.
 	stored map[string]float64
+	// file is tend backup --compression=None to a file beside etcdctl's:
+	// the agent without S3. motoUp and motoDown are moto's own rates for
+	// as many bytes, from this machine: the ceiling of a backup to it.
+	file, fileStream, motoUp, motoDown []float64
 
 	// Verification, seconds: from the backup's Result to verify's (the
 	// kubelet's stamps); the agent's own Verification.durationSeconds;
@@ -220,7 +224,13 @@ func (f *b9Figures) throughputRows() []b9Row {
 			b9Row{label: "… its stream alone: snapshot → " + c + " → SHA-256 → multipart upload (its log)",
 				unit: "MB/s", samples: f.stream[c], vs: f.etcdctl})
 	}
-	return rows
+	return append(rows,
+		b9Row{label: "tend backup --compression=None → a file on the node, as etcdctl writes (the agent without S3; Result durationSeconds)",
+			unit: "MB/s", samples: f.file, vs: f.etcdctl, metric: "tend_file_MB/s"},
+		b9Row{label: "… its stream alone: snapshot → SHA-256 → file, fsync (its log)", unit: "MB/s", samples: f.fileStream, vs: f.etcdctl},
+		b9Row{label: "S3 multipart upload of as many random bytes from the host, 8 MiB parts, 4 at once (moto's ceiling, no etcd)",
+			unit: "MB/s", samples: f.motoUp, vs: f.etcdctl, metric: "moto_put_MB/s"},
+		b9Row{label: "… their download (what a read-back costs)", unit: "MB/s", samples: f.motoDown, metric: "moto_get_MB/s"})
 }
 
 // verifyRows are the rows of the verification table.

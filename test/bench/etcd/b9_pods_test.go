@@ -149,6 +149,17 @@ func (p *b9Pods) backupArgs(key string, c agent.Compression) []string {
 	return append(args, "--compression="+string(c), "--owner="+b9Owner)
 }
 
+// fileBackupPod runs tend backup --compression=None to a file on the
+// scratch volume, where etcdctlPod saves its snapshot: the agent without
+// S3.
+func (p *b9Pods) fileBackupPod(name string) *corev1.Pod {
+	pod := p.pod(name)
+	args := append([]string{"backup"}, b9ClusterArgs...)
+	args = append(args, "--to=file://"+b9Snapshot, "--compression=None", "--owner="+b9Owner)
+	pod.Spec.Containers = []corev1.Container{p.agentContainer(agent.OpBackup, args, nil, append([]corev1.VolumeMount{b9ScratchMount}, b9ClusterMount...)...)}
+	return pod
+}
+
 // backupPod runs tend backup to key. With verify, it is the backup pod of
 // an EtcdBackup with verification as the contract lays it out: backup,
 // fetch, etcdutl snapshot restore and a throwaway etcd (a native sidecar)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/agent"
 	"github.com/tend-dev/tend/internal/controller/etcdcluster"
 	"github.com/tend-dev/tend/internal/podspec"
 )
@@ -269,4 +272,37 @@ func (s *b9Source) deleteObject(b *testing.B, key string) {
 	if _, err := s.s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.pods.s3.bucket, Key: &key}); err != nil {
 		b.Fatalf("deleting the object %s: %v", key, err)
 	}
+}
+
+// motoCeiling uploads size random bytes to key from this machine, as tend
+// backup uploads (a multipart upload with the agent's part size and
+// concurrency), downloads them, deletes them, and returns both rates in
+// MB/s: what moto can take and give on this node, with no etcd in the way.
+func (s *b9Source) motoCeiling(b *testing.B, key string, size int64) (up, down float64) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(b.Context(), *flagB9Timeout)
+	defer cancel()
+	bucket := s.pods.s3.bucket
+	rnd := rand.NewChaCha8([32]byte{9})
+	uploader := manager.NewUploader(s.s3c, func(u *manager.Uploader) {
+		u.PartSize, u.Concurrency = agent.DefaultPartSize, agent.DefaultConcurrency
+	})
+	start := time.Now()
+	if _, err := uploader.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: io.LimitReader(rnd, size)}); err != nil {
+		b.Fatalf("uploading %d bytes to moto: %v", size, err)
+	}
+	up = mbPerSecond(size, time.Since(start).Seconds())
+	start = time.Now()
+	out, err := s.s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		b.Fatalf("downloading %s from moto: %v", key, err)
+	}
+	n, err := io.Copy(io.Discard, out.Body)
+	_ = out.Body.Close()
+	if err != nil || n != size {
+		b.Fatalf("downloading %s from moto: %d bytes of %d: %v", key, n, size, err)
+	}
+	down = mbPerSecond(size, time.Since(start).Seconds())
+	s.deleteObject(b, key)
+	return up, down
 }

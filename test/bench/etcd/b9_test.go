@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,16 +77,23 @@ func BenchmarkB9(b *testing.B) {
 	r.deleteNamespace(b, ns)
 }
 
-// b9Variant is one way of taking a backup: the anchor (etcdctl) or tend
-// backup with a compression.
+// b9Variant is one way of taking a backup: the anchor (etcdctl), tend
+// backup with a compression to S3, tend backup to a file, or moto's own
+// upload and download of as many bytes.
 type b9Variant string
 
-const b9Anchor b9Variant = "etcdctl"
+const (
+	b9Anchor   b9Variant = "etcdctl"
+	b9FileNone b9Variant = "file"
+	b9Moto     b9Variant = "moto"
+)
 
 // b9Measure fills the source up to f's size, then takes the samples of
 // every figure: -b9.samples rounds of the throughput figures, each round
 // running every variant once, in an order that rotates; the None backups
-// are verified as they would be for an EtcdBackup; then the restores.
+// to S3 are verified as they would be for an EtcdBackup; then the
+// restores. Every sample starts after a sync(2), so that none pays for the
+// writeback of the one before.
 func (r *rig) b9Measure(b *testing.B, src *b9Source, f *b9Figures) {
 	start := time.Now()
 	f.dbBytes = src.fillTo(b, f.size.bytes)
@@ -94,31 +102,49 @@ func (r *rig) b9Measure(b *testing.B, src *b9Source, f *b9Figures) {
 
 	// A first snapshot reads the database into the page cache, so that
 	// no variant pays for a cold read alone.
-	r.deletePod(b, r.runPod(b, src.pods.etcdctlPod("warm-"+tag), timeout))
+	warm := r.runPod(b, src.pods.etcdctlPod("warm-"+tag), timeout)
+	size, err := snapshotStatusSize(r.mustLog(b, warm, "status", false))
+	if err != nil {
+		b.Fatalf("pod %s: %v", warm.Name, err)
+	}
+	f.snapshotBytes = size
+	r.deletePod(b, warm)
 
 	variants := []b9Variant{b9Anchor}
 	for _, c := range b9Compressions {
 		variants = append(variants, b9Variant(c))
 	}
+	variants = append(variants, b9FileNone, b9Moto)
 	var restoreKey, restoreSHA string
 	for round := range *flagB9Samples {
 		for _, v := range rotation(variants, round) {
 			name := fmt.Sprintf("%s-%s-%d", strings.ToLower(string(v)), tag, round)
-			if v == b9Anchor {
-				r.b9Etcdctl(b, src, f, name)
-				continue
-			}
-			c := agent.Compression(v)
 			key := fmt.Sprintf("b9/%s/%s.db", tag, name)
-			verify := c == agent.None
-			res := r.b9Backup(b, src, f, name, key, c, verify)
-			if verify {
+			syscall.Sync()
+			switch v {
+			case b9Anchor:
+				r.b9Etcdctl(b, src, f, name)
+			case b9FileNone:
+				r.b9FileBackup(b, src, f, name)
+			case b9Moto:
+				if f.snapshotBytes == 0 {
+					b.Fatal("moto's ceiling needs the snapshot's size, which the warm-up's etcdutl snapshot status gives")
+				}
+				up, down := src.motoCeiling(b, key, f.snapshotBytes)
+				f.motoUp, f.motoDown = append(f.motoUp, up), append(f.motoDown, down)
+				b9Logf(b, "B9 %s: moto took %.1f MB/s and gave %.1f MB/s", name, up, down)
+			default:
+				c := agent.Compression(v)
+				verify := c == agent.None
+				res := r.b9Backup(b, src, f, name, key, c, verify)
+				if !verify {
+					src.deleteObject(b, key)
+					continue
+				}
 				if restoreKey != "" {
 					src.deleteObject(b, restoreKey)
 				}
 				restoreKey, restoreSHA = key, res.Artifact.SHA256
-			} else {
-				src.deleteObject(b, key)
 			}
 		}
 	}
@@ -129,6 +155,7 @@ func (r *rig) b9Measure(b *testing.B, src *b9Source, f *b9Figures) {
 		for round := range *flagB9Samples {
 			for _, anchor := range rotation([]bool{true, false}, round) {
 				name := fmt.Sprintf("restore-%s-%d", tag, round)
+				syscall.Sync()
 				if anchor {
 					r.b9Etcdutl(b, src, f, "etcdutl-"+name, restoreKey, restoreSHA)
 				} else {
@@ -183,6 +210,26 @@ func (r *rig) b9Backup(b *testing.B, src *b9Source, f *b9Figures, name, key stri
 	}
 	r.deletePod(b, pod)
 	return res
+}
+
+// b9FileBackup takes one sample of tend backup --compression=None to a
+// file on the node, where etcdctl saves its snapshot.
+func (r *rig) b9FileBackup(b *testing.B, src *b9Source, f *b9Figures, name string) {
+	b.Helper()
+	pod := r.runPod(b, src.pods.fileBackupPod(name), *flagB9Timeout)
+	res := result(b, pod, agent.OpBackup, agent.OpBackup)
+	if res.Snapshot == nil {
+		b.Fatalf("pod %s: the backup's Result lacks the snapshot: %+v", pod.Name, res)
+	}
+	seconds := stepSeconds(b, pod, agent.OpBackup, res)
+	size := res.Snapshot.DBSizeBytes
+	f.file = append(f.file, mbPerSecond(size, seconds))
+	stream, ok := agentLogSeconds(r.mustLog(b, pod, agent.OpBackup, false), "Stored the snapshot")
+	if ok {
+		f.fileStream = append(f.fileStream, mbPerSecond(size, stream))
+	}
+	b9Logf(b, "B9 %s: tend backup to a file took %.2f s (stream %.2f s) for %d bytes", name, seconds, stream, size)
+	r.deletePod(b, pod)
 }
 
 // b9Verification reads the verification's figures from a backup pod with

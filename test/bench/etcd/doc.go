@@ -99,9 +99,11 @@
 // random bytes and half text like Kubernetes' JSON objects (so that
 // compression has something to do, but not everything). Nothing writes to
 // it while a size is measured. A first, untimed etcdctl snapshot reads the
-// database into the page cache. Then -b9.samples rounds (3) each run every
-// variant once, in an order that rotates from round to round, so that
-// drift and caches hit all of them alike:
+// database into the page cache (and gives the snapshot's size). Then
+// -b9.samples rounds (3) each run every variant once, in an order that
+// rotates from round to round, so that drift and caches hit all of them
+// alike; each sample starts after a sync(2) of the node, so that none pays
+// for the writeback of the one before:
 //
 //   - anchor: a pod of the etcd image runs etcdctl snapshot save from the
 //     member (its client certificate, its endpoint from the connection
@@ -113,6 +115,11 @@
 //     then read back and check. The time is its Result's durationSeconds
 //     (the agent's own work, not the pod's start); the stream alone comes
 //     from its log line "Stored the snapshot".
+//   - two variants that say where a shortfall comes from: tend backup
+//     --compression=None to a file on an emptyDir, as etcdctl writes (the
+//     agent without S3); and moto's own ceiling, a multipart upload from
+//     this machine of as many random bytes, with the agent's part size and
+//     concurrency, and its download.
 //
 // MB/s is the snapshot's uncompressed size (10^6 bytes) over that time.
 // The table gives each variant's least, median and greatest, and its
@@ -149,8 +156,9 @@
 // verification that does not match, a restore that fails, a step not done
 // within -b9.timeout (10m). It prints its tables to standard output and
 // reports each median as a b.ReportMetric unit (etcdctl_MB/s,
-// tend_none_MB/s, ..., verify_s, etcdutl_s, restore_s) with the ratios
-// (tend_none_ratio, ..., restore_ratio). Its samples are taken once per
+// tend_none_MB/s, ..., tend_file_MB/s, moto_put_MB/s, verify_s, etcdutl_s,
+// restore_s) with the ratios to the anchor (tend_none_ratio, ...,
+// restore_ratio). Its samples are taken once per
 // run: -benchtime does not change their number; -b9.samples does. Run it
 // alone with:
 //

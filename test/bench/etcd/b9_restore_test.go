@@ -4,6 +4,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -134,8 +135,11 @@ func (r *rig) b9DeleteCluster(b *testing.B, ec *etcdv1alpha1.EtcdCluster) {
 	}
 	claimPrefix := "data-" + ec.Name + "-"
 	r.cluster.WaitFor(b, namespaceTimeout, "the EtcdCluster "+ec.Name+", its volume claims and volumes to be gone", func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ec), &etcdv1alpha1.EtcdCluster{}); !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("the EtcdCluster is still there (%v)", err)
+		switch err := c.Get(ctx, client.ObjectKeyFromObject(ec), &etcdv1alpha1.EtcdCluster{}); {
+		case err == nil:
+			return false, errors.New("the EtcdCluster is still there")
+		case !apierrors.IsNotFound(err):
+			return false, err
 		}
 		var claims corev1.PersistentVolumeClaimList
 		if err := c.List(ctx, &claims, client.InNamespace(ec.Namespace)); err != nil {

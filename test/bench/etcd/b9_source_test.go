@@ -284,11 +284,14 @@ func (s *b9Source) motoCeiling(b *testing.B, key string, size int64) (up, down f
 	defer cancel()
 	bucket := s.pods.s3.bucket
 	rnd := rand.NewChaCha8([32]byte{9})
+	// The agent's uploader, as the agent uses it (internal/agent says why
+	// it stays on the deprecated package).
+	//nolint:staticcheck // SA1019, as in internal/agent.
 	uploader := manager.NewUploader(s.s3c, func(u *manager.Uploader) {
 		u.PartSize, u.Concurrency = agent.DefaultPartSize, agent.DefaultConcurrency
 	})
 	start := time.Now()
-	if _, err := uploader.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: io.LimitReader(rnd, size)}); err != nil {
+	if _, err := uploader.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: io.LimitReader(rnd, size)}); err != nil { //nolint:staticcheck // SA1019, as NewUploader.
 		b.Fatalf("uploading %d bytes to moto: %v", size, err)
 	}
 	up = mbPerSecond(size, time.Since(start).Seconds())

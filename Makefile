@@ -86,7 +86,7 @@ test-e2e: ## End-to-end tests on the local cluster: brings it up, deploys Tend f
 .PHONY: bench
 bench: toolchain-envtest ## Run the benchmarks; they print figures and never fail on time.
 	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test -p 1 -timeout 30m -run '^$$' -bench . -benchmem ./...
-	# B8 runs on the local cluster, which it brings up, and times minutes-long steps once each.
+	# B8 and B9 run on the local cluster, which they bring up, and time minutes-long steps themselves.
 	go test -tags e2e -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/etcd/...
 
 ##@ Build

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/podspec"
 )
 
 // Paths inside a member container.
@@ -92,6 +93,20 @@ func podDisruptionBudget(c *etcdv1alpha1.EtcdCluster, members int32) *policyv1.P
 	}
 }
 
+// claimSpec is the spec of a member's volume claim, and of the claim of
+// a final snapshot: a member's volume holds the database and more.
+func claimSpec(c *etcdv1alpha1.EtcdCluster) corev1.PersistentVolumeClaimSpec {
+	size := resource.MustParse("1Gi")
+	if c.Spec.Storage.Size != nil {
+		size = *c.Spec.Storage.Size
+	}
+	return corev1.PersistentVolumeClaimSpec{
+		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		StorageClassName: c.Spec.Storage.StorageClassName,
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+	}
+}
+
 // initialCluster renders etcd's --initial-cluster for the named members.
 func initialCluster(c *etcdv1alpha1.EtcdCluster, members []string) string {
 	parts := make([]string, 0, len(members))
@@ -156,17 +171,9 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 	if c.Spec.Storage.Ephemeral {
 		volumes = append(volumes, corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	} else {
-		size := resource.MustParse("1Gi")
-		if c.Spec.Storage.Size != nil {
-			size = *c.Spec.Storage.Size
-		}
 		claims = []corev1.PersistentVolumeClaim{{
 			ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: claimLabels(c)},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				StorageClassName: c.Spec.Storage.StorageClassName,
-				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-			},
+			Spec:       claimSpec(c),
 		}}
 	}
 
@@ -215,7 +222,7 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 					PriorityClassName:             c.Spec.PodTemplate.PriorityClassName,
 					TerminationGracePeriodSeconds: ptr.To[int64](30),
 					AutomountServiceAccountToken:  ptr.To(false),
-					SecurityContext:               podSecurity(),
+					SecurityContext:               podspec.PodSecurity(),
 					Containers: []corev1.Container{{
 						Name:            "etcd",
 						Image:           Image(c),
@@ -238,33 +245,12 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 							{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true},
 							{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true},
 						},
-						SecurityContext: containerSecurity(),
+						SecurityContext: podspec.ContainerSecurity(),
 					}},
 					Volumes: volumes,
 				},
 			},
 		},
-	}
-}
-
-// podSecurity and containerSecurity meet the restricted Pod Security
-// Standard: non-root, no privilege escalation, no capabilities, the
-// runtime's seccomp profile, and a read-only root filesystem.
-func podSecurity() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To[int64](65532),
-		RunAsGroup:     ptr.To[int64](65532),
-		FSGroup:        ptr.To[int64](65532),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
-func containerSecurity() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,20 +84,12 @@ func finalBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
 // cluster names no backup destination: as large as a member's volume,
 // which holds the database and more, in the members' storage class.
 func finalSnapshotClaim(c *etcdv1alpha1.EtcdCluster) *corev1.PersistentVolumeClaim {
-	size := resource.MustParse("1Gi")
-	if c.Spec.Storage.Size != nil {
-		size = *c.Spec.Storage.Size
-	}
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: finalSnapshotClaimName(c), Namespace: c.Namespace,
 			Labels: map[string]string{labelFinalSnapshotOf: c.Name, "app.kubernetes.io/managed-by": "tend"},
 		},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: c.Spec.Storage.StorageClassName,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-		},
+		Spec: claimSpec(c),
 	}
 }
 

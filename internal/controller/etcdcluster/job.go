@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/podspec"
 )
 
 // clientTLSDir is where the init Job mounts the client certificate.
@@ -39,7 +40,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 			Command:         append([]string{"/usr/local/bin/etcdctl"}, args...),
 			Env:             env,
 			VolumeMounts:    []corev1.VolumeMount{{Name: "client-tls", MountPath: clientTLSDir, ReadOnly: true}},
-			SecurityContext: containerSecurity(),
+			SecurityContext: podspec.ContainerSecurity(),
 		}
 	}
 	steps := []corev1.Container{step("health", "endpoint", "health")}
@@ -65,7 +66,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext:              podSecurity(),
+					SecurityContext:              podspec.PodSecurity(),
 					InitContainers:               steps,
 					Containers:                   []corev1.Container{step("members", "member", "list", "--write-out=table")},
 					Volumes: []corev1.Volume{{Name: "client-tls", VolumeSource: corev1.VolumeSource{

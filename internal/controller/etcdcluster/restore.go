@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,17 +71,9 @@ func claimLabels(c *etcdv1alpha1.EtcdCluster) map[string]string {
 // memberClaim is the i-th member's volume claim as the StatefulSet would
 // make it, for a restore to fill before the StatefulSet exists.
 func memberClaim(c *etcdv1alpha1.EtcdCluster, i int) *corev1.PersistentVolumeClaim {
-	size := resource.MustParse("1Gi")
-	if c.Spec.Storage.Size != nil {
-		size = *c.Spec.Storage.Size
-	}
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: pvcName(c, i), Namespace: c.Namespace, Labels: claimLabels(c)},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: c.Spec.Storage.StorageClassName,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-		},
+		Spec:       claimSpec(c),
 	}
 }
 

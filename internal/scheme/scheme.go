@@ -1,6 +1,3 @@
-// Package scheme holds the one runtime.Scheme that Tend's manager, agents and
-// tests share: the built-in Kubernetes kinds plus every Tend API group. It
-// registers types and nothing else.
 package scheme
 
 import (

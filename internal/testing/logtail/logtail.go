@@ -1,6 +1,3 @@
-// Package logtail keeps the end of a child process's output, so that a test
-// harness (moto, etcd) can show it when the process fails. It is for tests
-// only and knows nothing about the processes it serves.
 package logtail
 
 import "sync"

@@ -1,6 +1,3 @@
-// Package loopback is for tests that start servers on 127.0.0.1: it finds
-// ports that are free, and reads the servers' HTTP endpoints. Tests only;
-// it must not bind anything but the loopback address.
 package loopback
 
 import (

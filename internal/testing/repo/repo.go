@@ -1,5 +1,3 @@
-// Package repo finds Tend's work tree from a test, so that test harnesses can
-// run hack/ scripts and read config/. It is for tests only.
 package repo
 
 import (

@@ -130,36 +130,3 @@ func TestTags(t *testing.T) {
 		})
 	}
 }
-
-func TestDecide(t *testing.T) {
-	mine := map[string]string{ownerTag: "ns/q"}
-	theirs := map[string]string{ownerTag: "other/q"}
-	tests := []struct {
-		name     string
-		adoption sqsv1alpha1.Adoption
-		known    bool
-		obs      observed
-		want     plan
-	}{
-		{name: "absent: create", adoption: sqsv1alpha1.AdoptionNone, want: planCreate},
-		{name: "absent, adopt or create: create", adoption: sqsv1alpha1.AdoptionAdoptOrCreate, want: planCreate},
-		{name: "absent, adopt only: wait", adoption: sqsv1alpha1.AdoptionAdopt, want: planWait},
-		{name: "deleted out of band: create again", adoption: sqsv1alpha1.AdoptionNone, known: true, want: planCreate},
-		{name: "adopted then deleted: wait", adoption: sqsv1alpha1.AdoptionAdopt, known: true, want: planWait},
-		{name: "ours by status", adoption: sqsv1alpha1.AdoptionNone, known: true, obs: observed{exists: true}, want: planManage},
-		{name: "ours by tag, status lost", adoption: sqsv1alpha1.AdoptionNone, obs: observed{exists: true, tags: mine}, want: planManage},
-		{name: "foreign, no adoption: refuse", adoption: sqsv1alpha1.AdoptionNone, obs: observed{exists: true, tags: theirs}, want: planRefuse},
-		{name: "foreign, adopt", adoption: sqsv1alpha1.AdoptionAdopt, obs: observed{exists: true}, want: planAdopt},
-		{name: "foreign, adopt or create", adoption: sqsv1alpha1.AdoptionAdoptOrCreate, obs: observed{exists: true}, want: planAdopt},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			q := &sqsv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"}}
-			q.Spec.Adoption = tt.adoption
-			if tt.known {
-				q.Status.QueueURL = "http://sqs/123456789012/q"
-			}
-			NewWithT(t).Expect(decide(q, tt.obs)).To(Equal(tt.want))
-		})
-	}
-}

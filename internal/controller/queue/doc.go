@@ -10,6 +10,11 @@
 //
 // Decisions (what to set, what drifted, may this queue be adopted) are pure
 // functions in attributes.go and adoption.go, table-tested; reconcile.go only
-// sequences them. The package must not keep state between passes beyond
+// sequences them. Each concern has its file, and its tests beside it:
+// observe.go reads the queue from SQS, create.go makes it, repair.go brings
+// its attributes and tags back in line, publish.go writes the ConfigMap,
+// delete.go deletes or retains it, status.go turns outcomes and errors into
+// conditions and writes the status once per pass, and connection.go hands
+// out the SQS clients. The package must not keep state between passes beyond
 // caches that can be rebuilt.
 package queue

@@ -1,11 +1,22 @@
 package queue
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
 
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 	tendaws "github.com/tend-dev/tend/internal/aws"
@@ -63,4 +74,78 @@ func describe(err error) string {
 		return op + apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
 	}
 	return err.Error()
+}
+
+// localRetrySpread spreads the retries of passes that Tend's own limiter
+// refused.
+const localRetrySpread = 5 * time.Second
+
+// fail records err in the conditions and chooses how the pass ends: a
+// terminal error waits for the user, throttling waits as long as SQS (or the
+// local bucket) asks, anything else backs off exponentially.
+func (r *Reconciler) fail(q *sqsv1alpha1.Queue, err error) (ctrl.Result, error) {
+	// Tend's own bucket being empty says nothing about the queue: the
+	// conditions stay as they are (no status write, no Ready flapping after
+	// a restart), and the pass comes back once tokens are due, spread so
+	// that the Queues waiting for them do not all retry in the same instant.
+	var limited *tendaws.RateLimitedError
+	if errors.As(err, &limited) {
+		return ctrl.Result{RequeueAfter: limited.RetryAfter + rand.N(localRetrySpread)}, nil
+	}
+	reason, msg := sqsv1alpha1.ReasonUpstreamError, describe(err)
+	var connErr *connectionError
+	class := tendaws.Classify(err)
+	switch {
+	case errors.As(err, &connErr):
+		reason, class = sqsv1alpha1.ReasonConnectionError, tendaws.Terminal
+	case isA[*sqstypes.QueueDeletedRecently](err):
+		reason = sqsv1alpha1.ReasonQueueDeletedRecently
+		msg = "SQS refuses to create a queue of this name for 60 seconds after one was deleted; Tend retries then"
+	case class == tendaws.Terminal && tendaws.IsCredentialError(err):
+		reason = sqsv1alpha1.ReasonCredentialsError
+	case class == tendaws.Terminal:
+		reason = sqsv1alpha1.ReasonInvalidSpec
+	case class == tendaws.Throttled:
+		reason = sqsv1alpha1.ReasonThrottled
+	}
+	if prev := findCondition(q, sqsv1alpha1.ConditionSynced); class == tendaws.Terminal &&
+		(prev == nil || prev.Reason != reason || prev.Message != msg) {
+		r.event(q, corev1.EventTypeWarning, reason, "Sync", msg)
+	}
+	if q.DeletionTimestamp.IsZero() {
+		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonUnavailable, "See the Synced condition: "+msg)
+	} else {
+		msg += fmt.Sprintf(". If SQS is gone for good, annotate the Queue with %s=true to finish the deletion without it",
+			sqsv1alpha1.AnnotationReleaseFinalizer)
+	}
+	setSynced(q, metav1.ConditionFalse, reason, msg)
+	switch class {
+	case tendaws.Terminal:
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	case tendaws.Throttled:
+		if after, ok := tendaws.RetryAfter(err); ok {
+			return ctrl.Result{RequeueAfter: after}, nil
+		}
+	}
+	return ctrl.Result{}, err
+}
+
+// patchStatus writes the status when the pass changed it, and only then.
+func (r *Reconciler) patchStatus(ctx context.Context, before, q *sqsv1alpha1.Queue) error {
+	if equality.Semantic.DeepEqual(before.Status, q.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, q, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) event(q *sqsv1alpha1.Queue, eventType, reason, action, note string) {
+	r.Recorder.Eventf(q, nil, eventType, reason, action, "%s", note)
+}
+
+func isA[T error](err error) bool {
+	var target T
+	return errors.As(err, &target)
 }

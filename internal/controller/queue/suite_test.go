@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -167,3 +169,28 @@ func queueExists(g Gomega, name string) bool {
 
 // ctx is a context with the deadline that every SQS call must carry.
 func ctx() context.Context { return callCtx }
+
+func cond(q *sqsv1alpha1.Queue, typ string) metav1.Condition {
+	for _, c := range q.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// waitGone waits until the Queue has left the apiserver.
+func waitGone(g Gomega, q *sqsv1alpha1.Queue) {
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(q), &sqsv1alpha1.Queue{}))
+	}).WithTimeout(30 * time.Second).Should(BeTrue())
+}
+
+// createConnectionSecret creates a connection Secret that sends a Queue's
+// SQS calls to endpoint.
+func createConnectionSecret(g Gomega, ns, name, endpoint string) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{
+		keyAccessKeyID: "test", keySecretAccessKey: "test", keyEndpointSQS: endpoint,
+	}}
+	g.Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
+}

@@ -1,0 +1,27 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
+)
+
+// publish writes the ConfigMap <name>-queue that consumers read the queue's
+// URL and ARN from. An unchanged ConfigMap is not written.
+func (r *Reconciler) publish(ctx context.Context, q *sqsv1alpha1.Queue) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name + "-queue"}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
+		cm.Labels = map[string]string{"app.kubernetes.io/managed-by": "tend", "sqs.tend.dev/queue": q.Name}
+		cm.Data = map[string]string{"queueName": q.SQSName(), "queueURL": q.Status.QueueURL, "queueARN": q.Status.QueueARN}
+		return controllerutil.SetControllerReference(q, cm, r.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("publishing the ConfigMap %s: %w", cm.Name, err)
+	}
+	return nil
+}

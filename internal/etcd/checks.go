@@ -232,3 +232,59 @@ func pendingLearner(members []Member, except MemberID) (Member, bool) {
 	}
 	return Member{}, false
 }
+
+// CatchUpSlack is how many raft entries a restarted voting member may
+// still trail the leader's committed index by and count as caught up. The
+// statuses are asked at slightly different moments; under steady writes
+// the leader is a few entries ahead of any follower even when both are
+// current.
+const CatchUpSlack = 1000
+
+// CaughtUp tells whether voting member m is healthy, follows leader, and
+// has applied the log to within CatchUpSlack of the leader's committed
+// index.
+func CaughtUp(m, leader MemberStatus) bool {
+	if !m.Healthy || !leader.IsLeader() || m.Leader != leader.ID {
+		return false
+	}
+	return m.RaftAppliedIndex+CatchUpSlack >= leader.RaftIndex
+}
+
+// CanRestart allows restarting voting member id (stopping it and starting
+// it again on the same data) when the cluster keeps a healthy quorum while
+// it is down: a leader is known, no learner is pending, and the healthy
+// voting members other than id make a quorum of all voting members.
+// Restarting an unhealthy member costs nothing, so it only needs the
+// others' quorum. A cluster of one or two voting members cannot keep a
+// quorum through any restart: CanRestart allows restarting a healthy member
+// of it only when every voting member is healthy, and the cluster pauses
+// while the member restarts.
+func CanRestart(members []Member, statuses []MemberStatus, id MemberID) error {
+	m, ok := find(members, id)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrMemberNotFound, id)
+	}
+	if l, ok := pendingLearner(members, id); ok {
+		return fmt.Errorf("%w: %s must be promoted or removed before %s restarts", ErrLearnerPending, l, m)
+	}
+	if _, ok := Leader(statuses); !ok {
+		return fmt.Errorf("%w: no member knows a leader", ErrNoLeader)
+	}
+	byID := index(statuses)
+	voters, healthyNow := countVoters(members, byID)
+	others := healthyNow
+	if healthy(byID, id) {
+		others--
+	}
+	if voters < 3 {
+		if healthyNow < voters && healthy(byID, id) {
+			return fmt.Errorf("%w: %d of %d voting members are healthy", ErrUnhealthy, healthyNow, voters)
+		}
+		return nil
+	}
+	if others < Quorum(voters) {
+		return fmt.Errorf("%w: restarting %s would leave %d healthy of %d voting members, and a quorum is %d",
+			ErrQuorumAtRisk, m, others, voters, Quorum(voters))
+	}
+	return nil
+}

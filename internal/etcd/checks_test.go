@@ -317,3 +317,65 @@ func TestNextLeader(t *testing.T) {
 		})
 	}
 }
+
+func TestCanRestart(t *testing.T) {
+	healthy3 := statuses(up(a, a, 9), up(b, a, 9), up(c, a, 9))
+	tests := []struct {
+		name     string
+		members  []Member
+		statuses []MemberStatus
+		id       MemberID
+		wantErr  error
+		wantMsg  string
+	}{
+		{name: "a follower of a healthy three", members: voters(a, b, c), statuses: healthy3, id: c},
+		{name: "the leader of a healthy three: the caller moves the leadership first", members: voters(a, b, c), statuses: healthy3, id: a},
+		{name: "a dead member of three costs nothing", members: voters(a, b, c), statuses: statuses(up(a, a, 9), up(b, a, 9), down(c)), id: c},
+		{name: "a dead member of five with another dead", members: voters(a, b, c, d, e), statuses: statuses(up(a, a, 9), up(b, a, 9), up(c, a, 9), down(d), down(e)), id: e},
+		{name: "the lone member", members: voters(a), statuses: statuses(up(a, a, 9)), id: a},
+		{name: "a follower of a healthy two", members: voters(a, b), statuses: statuses(up(a, a, 9), up(b, a, 9)), id: b},
+		{name: "the dead member of two", members: voters(a, b), statuses: statuses(up(a, a, 9), down(b)), id: b},
+		{
+			name: "a healthy follower while another is down", members: voters(a, b, c), statuses: statuses(up(a, a, 9), up(b, a, 9), down(c)), id: b,
+			wantErr: ErrQuorumAtRisk, wantMsg: "would leave 1 healthy of 3 voting members, and a quorum is 2",
+		},
+		{
+			name: "a dead member of three with another dead: no quorum to come back to", members: voters(a, b, c), statuses: statuses(up(a, a, 9), down(b), down(c)), id: c,
+			wantErr: ErrQuorumAtRisk, wantMsg: "would leave 1 healthy of 3",
+		},
+		{
+			name: "the healthy member of two while the other is down", members: voters(a, b), statuses: statuses(up(a, a, 9), down(b)), id: a,
+			wantErr: ErrUnhealthy, wantMsg: "1 of 2 voting members are healthy",
+		},
+		{
+			name: "a voter while a learner is pending", members: append(voters(a, b, c), learner(l)),
+			statuses: statuses(up(a, a, 9), up(b, a, 9), up(c, a, 9), up(l, a, 9)), id: c,
+			wantErr: ErrLearnerPending, wantMsg: "must be promoted or removed before mc (c) restarts",
+		},
+		{name: "no leader", members: voters(a, b, c), statuses: statuses(down(a), down(b), down(c)), id: c, wantErr: ErrNoLeader},
+		{name: "not a member", members: voters(a, b, c), statuses: healthy3, id: d, wantErr: ErrMemberNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := CanRestart(tt.members, tt.statuses, tt.id)
+			if tt.wantErr == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(tt.wantErr))
+			g.Expect(err.Error()).To(ContainSubstring(tt.wantMsg))
+		})
+	}
+}
+
+func TestCaughtUp(t *testing.T) {
+	g := NewWithT(t)
+	leader := up(a, a, 5000)
+	g.Expect(CaughtUp(up(b, a, 5000), leader)).To(BeTrue())
+	g.Expect(CaughtUp(up(b, a, 5000-CatchUpSlack), leader)).To(BeTrue())
+	g.Expect(CaughtUp(up(b, a, 5000-CatchUpSlack-1), leader)).To(BeFalse())
+	g.Expect(CaughtUp(up(b, c, 5000), leader)).To(BeFalse(), "follows another leader")
+	g.Expect(CaughtUp(down(b), leader)).To(BeFalse())
+	g.Expect(CaughtUp(up(b, a, 5000), up(a, c, 5000))).To(BeFalse(), "the leader does not say it leads")
+}

@@ -5,8 +5,8 @@ const (
 	// ConditionAvailable is True when a quorum of members is healthy and
 	// clients can use the cluster.
 	ConditionAvailable = "Available"
-	// ConditionProgressing is True while Tend is creating, scaling or
-	// replacing members.
+	// ConditionProgressing is True while Tend is creating, scaling,
+	// replacing or restarting members.
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True when something needs attention; its reason
 	// says what and its message what to do.
@@ -77,6 +77,28 @@ const (
 	// ReasonFinalSnapshotFailed: the final backup failed; deletion waits
 	// for a person (see the message).
 	ReasonFinalSnapshotFailed = "FinalSnapshotFailed"
+	// ReasonUpdating: members are restarted one at a time to run a new
+	// version, image, resources, options or pod template.
+	ReasonUpdating = "Updating"
+	// ReasonUpdateQueued: a roll caused by a new Tend waits for its turn;
+	// Tend rolls a bounded number of clusters at a time.
+	ReasonUpdateQueued = "UpdateQueued"
+	// ReasonBackingUpBeforeUpgrade: a minor-version upgrade waits for its
+	// EtcdBackup to complete (and be verified).
+	ReasonBackingUpBeforeUpgrade = "BackingUpBeforeUpgrade"
+	// ReasonCheckingUpdate: every member runs the new revision; the check
+	// Job confirms health, the cluster version and equal hashes.
+	ReasonCheckingUpdate = "CheckingUpdate"
+	// ReasonUpgradeBlocked: the version change is not a path etcd
+	// supports, or its pre-upgrade backup failed; the message says what to
+	// do. No member is touched.
+	ReasonUpgradeBlocked = "UpgradeBlocked"
+	// ReasonUpdateStalled: a restarted member did not become healthy within
+	// spec.updateStrategy.memberTimeout; the roll stops there.
+	ReasonUpdateStalled = "UpdateStalled"
+	// ReasonUpdateCheckFailed: the check Job after a roll failed.
+	ReasonUpdateCheckFailed = "UpdateCheckFailed"
+
 	// ReasonDeletingMembers: the final backup is done (or not wanted) and
 	// the members and volumes are being deleted.
 	ReasonDeletingMembers = "DeletingMembers"
@@ -94,11 +116,17 @@ const (
 	AnnotationAdoptVolumes = "etcd.tend.dev/adopt-volumes"
 )
 
+// AnnotationMemberRevision on a member pod (from the StatefulSet's
+// template) is the hash of what the member runs: a pod whose value differs
+// from the cluster's current one is restarted by the roll.
+const AnnotationMemberRevision = "etcd.tend.dev/member-revision"
+
 // Phases, for display only.
 const (
 	PhaseCreating  = "Creating"
 	PhaseRunning   = "Running"
 	PhaseScaling   = "Scaling"
+	PhaseUpdating  = "Updating"
 	PhaseDegraded  = "Degraded"
 	PhasePaused    = "Paused"
 	PhaseRestoring = "Restoring"

@@ -74,8 +74,16 @@ type EtcdClusterSpec struct {
 	// +optional
 	MemberReplacement MemberReplacement `json:"memberReplacement,omitempty"`
 
+	// UpdateStrategy says how a change of what the members run (version,
+	// image, resources, options, pod template) reaches them: one member at
+	// a time, each restarted only when the cluster can spare it.
+	// +kubebuilder:default={memberTimeout: "5m"}
+	// +optional
+	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
+
 	// Paused stops Tend from changing the cluster: no scaling, no member
-	// replacement, no restarts. Status is still reported.
+	// replacement, no restarts; a roll holds between members. Status is
+	// still reported.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
@@ -166,6 +174,18 @@ type RestoreSource struct {
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
+}
+
+// UpdateStrategy says how Tend rolls a change of what the members run.
+type UpdateStrategy struct {
+	// MemberTimeout is how long a restarted member may take to become
+	// healthy and catch up with the leader. A member that takes longer
+	// stops the roll (Degraded, reason UpdateStalled): no other member is
+	// touched until the spec is corrected.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="spec.updateStrategy.memberTimeout must be at least 30s: a member needs that long to restart"
+	// +optional
+	MemberTimeout *metav1.Duration `json:"memberTimeout,omitempty"`
 }
 
 // MemberReplacementPolicy says whether Tend replaces unhealthy members.
@@ -400,6 +420,17 @@ type EtcdClusterStatus struct {
 	// FinalSnapshot is the backup taken when the cluster was deleted.
 	// +optional
 	FinalSnapshot string `json:"finalSnapshot,omitempty"`
+	// Update is the roll in progress: set when the first member is about
+	// to restart for a change of what the members run, cleared once every
+	// member runs it and the check Job confirmed the cluster.
+	// +optional
+	Update *UpdateStatus `json:"update,omitempty"`
+	// UpdatedGeneration is the generation whose spec every member ran when
+	// the last roll ended. A roll that starts while it equals the
+	// generation was caused by a new Tend, not by the spec, and waits for
+	// its turn among the clusters that Tend rolls.
+	// +optional
+	UpdatedGeneration int64 `json:"updatedGeneration,omitempty"`
 	// Conditions are Available, Progressing and Degraded, and Restored for
 	// a cluster made from a backup.
 	// +listType=map
@@ -407,6 +438,57 @@ type EtcdClusterStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// UpdateStatus is a roll in progress.
+type UpdateStatus struct {
+	// From and To are the etcd versions before and after; equal when the
+	// roll changes something else.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Revision identifies what the members are rolled to: the hash of the
+	// member pod template that the pods carry in the annotation
+	// etcd.tend.dev/member-revision.
+	Revision string `json:"revision"`
+	// Cause is Spec when the EtcdCluster's spec changed, Operator when a
+	// new Tend builds the members differently.
+	Cause UpdateCause `json:"cause"`
+	// StartedAt is when the first member was restarted, or the pre-upgrade
+	// backup was asked for.
+	StartedAt metav1.Time `json:"startedAt"`
+	// Backup is the EtcdBackup taken before a minor-version upgrade.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// Member is the member being restarted, and MemberSince when Tend
+	// restarted it; spec.updateStrategy.memberTimeout runs from then.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// +optional
+	MemberSince *metav1.Time `json:"memberSince,omitempty"`
+	// UpdatedMembers run the new revision and are healthy; PendingMembers
+	// do not run it yet.
+	// +optional
+	UpdatedMembers []string `json:"updatedMembers,omitempty"`
+	// +optional
+	PendingMembers []string `json:"pendingMembers,omitempty"`
+	// LeaderMoves counts the leadership moves this roll made: one, to an
+	// updated member before the last member (the leader) restarts.
+	// +optional
+	LeaderMoves int32 `json:"leaderMoves,omitempty"`
+	// CheckJob is the Job that checks the cluster after the last member.
+	// +optional
+	CheckJob string `json:"checkJob,omitempty"`
+}
+
+// UpdateCause says why a roll happens.
+// +kubebuilder:validation:Enum=Spec;Operator
+type UpdateCause string
+
+const (
+	// UpdateCauseSpec: the EtcdCluster's spec changed.
+	UpdateCauseSpec UpdateCause = "Spec"
+	// UpdateCauseOperator: a new Tend builds the member pods differently.
+	UpdateCauseOperator UpdateCause = "Operator"
+)
 
 // RestoredFrom is the backup a cluster's data started from.
 type RestoredFrom struct {

@@ -2,8 +2,11 @@ package etcdcluster
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -198,7 +201,7 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 		}}
 	}
 
-	return &appsv1.StatefulSet{
+	sts := &appsv1.StatefulSet{
 		ObjectMeta: meta(c, statefulSetName(c)),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(size),
@@ -252,6 +255,47 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 			},
 		},
 	}
+	t := &sts.Spec.Template
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[etcdv1alpha1.AnnotationMemberRevision] = revisionOf(*t)
+	return sts
+}
+
+// bootstrapEnv are the settings that tell a member with an empty data
+// directory how to join. They follow the membership, and etcd ignores them
+// once it has data: a change of them is no reason to restart a member.
+var bootstrapEnv = []string{"ETCD_INITIAL_CLUSTER", "ETCD_INITIAL_CLUSTER_STATE"}
+
+// revisionOf hashes what a member pod of template t runs, less the
+// bootstrap settings: the pods of one revision run the same etcd the same
+// way. It depends only on the cluster's spec and Tend's builders, so a new
+// Tend whose builders make the same pods restarts nothing.
+func revisionOf(t corev1.PodTemplateSpec) string {
+	t = *t.DeepCopy()
+	delete(t.Annotations, etcdv1alpha1.AnnotationMemberRevision)
+	for i := range t.Spec.Containers {
+		for j, e := range t.Spec.Containers[i].Env {
+			if slices.Contains(bootstrapEnv, e.Name) {
+				t.Spec.Containers[i].Env[j].Value = ""
+			}
+		}
+	}
+	return hashOf(t)
+}
+
+// hashOf is a short hash of v's JSON. Every API type marshals.
+func hashOf(v any) string {
+	b, _ := json.Marshal(v)
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// memberRevision is the revision that c's members should run.
+func memberRevision(c *etcdv1alpha1.EtcdCluster) string {
+	return statefulSet(c, 0, Bootstrap{}).Spec.Template.Annotations[etcdv1alpha1.AnnotationMemberRevision]
 }
 
 // skipPeerSANVerification is the setting that turns the reverse DNS check

@@ -63,16 +63,22 @@ type Options struct {
 	// AgentImage is Tend's own image, whose agents restore members' data.
 	// cmd/tend sets it from --agent-image.
 	AgentImage string
+	// MaxOperatorRolls is how many clusters Tend rolls at once when a new
+	// Tend runs their members differently (rolls caused by a cluster's own
+	// spec are not counted).
+	MaxOperatorRolls int
 }
 
 // DefaultOptions returns the settings used when no flag is given.
-func DefaultOptions() Options { return Options{Workers: 3} }
+func DefaultOptions() Options { return Options{Workers: 3, MaxOperatorRolls: 1} }
 
 // BindFlags registers the controller's flags on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "etcdcluster-workers", o.Workers, "EtcdClusters reconciled at once.")
 	fs.DurationVar(&o.MemberChangeInterval, "etcdcluster-member-change-interval", o.MemberChangeInterval,
 		"For benchmarks: look at an EtcdCluster's membership only once per this interval (the fixed-requeue design); 0 acts as soon as etcd allows.")
+	fs.IntVar(&o.MaxOperatorRolls, "etcdcluster-max-operator-rolls", o.MaxOperatorRolls,
+		"EtcdClusters restarted at once, member by member, because this version of Tend runs their members differently than the one that made them. Rolls asked for by a cluster's own spec are not limited.")
 }
 
 // PVCCache restricts the manager's cache of PersistentVolumeClaims to the
@@ -93,6 +99,7 @@ func Controller(opts *Options) manager.Controller {
 				MemberChangeInterval: opts.MemberChangeInterval,
 				Clock:                opts.Clock,
 				AgentImage:           opts.AgentImage,
+				MaxOperatorRolls:     opts.MaxOperatorRolls,
 			}
 			return r.SetupWithManager(mgr, opts.Workers)
 		},
@@ -115,11 +122,15 @@ type Reconciler struct {
 	MemberChangeInterval time.Duration
 	// AgentImage: see Options.
 	AgentImage string
+	// MaxOperatorRolls: see Options.
+	MaxOperatorRolls int
 
 	// nextLook is when each cluster's membership may next be looked at,
 	// under MemberChangeInterval. Losing it on a restart only allows one
 	// look sooner.
 	nextLook sync.Map // types.UID → time.Time
+	// rolls bounds the rolls that a new Tend causes (roll.go).
+	rolls rollSlots
 }
 
 // Members is what the controller asks of an etcd cluster; *etcd.Client

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/agent"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -72,6 +73,73 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 					Volumes: []corev1.Volume{{Name: "client-tls", VolumeSource: corev1.VolumeSource{
 						Secret: &corev1.SecretVolumeSource{SecretName: tlsSecretsOf(c).client},
 					}}},
+					Tolerations:  c.Spec.PodTemplate.Tolerations,
+					NodeSelector: c.Spec.PodTemplate.NodeSelector,
+				},
+			},
+		},
+	}
+}
+
+// checkJob confirms a rolled cluster from inside Kubernetes: `tend check`
+// waits until every member is a healthy voter on the spec's version, etcd
+// reports the cluster version of that minor, and every member's store
+// hashes the same at one revision. It reads the cluster's connection
+// ConfigMap and client certificate, as the backup agents do.
+func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job {
+	args := []string{"check",
+		"--connection-dir=" + podspec.ConnectionDir, "--client-tls-dir=" + podspec.ClientTLSDir,
+		"--version=" + version(c), "--timeout=5m"}
+	var env []corev1.EnvVar
+	if c.Spec.Auth.Enabled {
+		env = []corev1.EnvVar{{Name: "ETCD_ROOT_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: RootSecretName(c)}, Key: rootPasswordKey,
+		}}}}
+	}
+	return &batchv1.Job{
+		ObjectMeta: meta(c, name),
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](2),
+			// The record of the check outlives the roll a while; the next
+			// roll has a Job of another name.
+			TTLSecondsAfterFinished: ptr.To[int32](24 * 3600),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:      batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{agent.ExitTerminal}},
+			}}},
+			Template: corev1.PodTemplateSpec{
+				// Not the members' labels: the Services and the budget
+				// must not select this pod.
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+					"app.kubernetes.io/name":       "etcd-check",
+					"app.kubernetes.io/instance":   c.Name,
+					"app.kubernetes.io/managed-by": "tend",
+				}},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					EnableServiceLinks:           ptr.To(false),
+					SecurityContext:              podspec.PodSecurity(),
+					Containers: []corev1.Container{{
+						Name:                     "check",
+						Image:                    agentImage,
+						ImagePullPolicy:          corev1.PullIfNotPresent,
+						Command:                  append([]string{podspec.AgentBinary}, args...),
+						Env:                      env,
+						SecurityContext:          podspec.ContainerSecurity(),
+						TerminationMessagePath:   agent.TerminationMessagePath,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "connection", MountPath: podspec.ConnectionDir, ReadOnly: true},
+							{Name: "client-tls", MountPath: podspec.ClientTLSDir, ReadOnly: true},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "connection", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: ConnectionName(c)},
+						}}},
+						{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ClientTLSSecret(c)}}},
+					},
 					Tolerations:  c.Spec.PodTemplate.Tolerations,
 					NodeSelector: c.Spec.PodTemplate.NodeSelector,
 				},

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -80,6 +81,10 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 		s.requeueAfter(requeueSteady)
 		return nil
 	}
+	if s.upgrade, err = r.observeUpgrade(ctx, c, views); err != nil {
+		return err
+	}
+	s.target = templateCluster(c, s.upgrade, runningImage(s.sts))
 	// The cluster exists: members that start afresh join it. This comes
 	// before the step, which may delete a pod for the StatefulSet to
 	// recreate; the step's own changes are synced after it.
@@ -113,8 +118,23 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	if err := r.reconcileVolumes(ctx, s, views, data.pvcs); err != nil {
 		return err
 	}
+	if s.obs.step.kind == stepNone {
+		if err := r.reconcileRoll(ctx, s, cli, views, data); err != nil {
+			return err
+		}
+	}
 	s.requeueAfter(healthRequeue(c, views, s.now))
 	return nil
+}
+
+// runningImage is the etcd image of the members' current template.
+func runningImage(sts *appsv1.StatefulSet) string {
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		if ctr.Name == "etcd" {
+			return ctr.Image
+		}
+	}
+	return ""
 }
 
 // dialer connects to members at their pods' IPs, and to other addresses

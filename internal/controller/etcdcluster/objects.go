@@ -2,11 +2,8 @@ package etcdcluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -109,9 +106,7 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 		}
 	}
 	sts = statefulSet(c, n, boot)
-	if err := stampTemplate(sts); err != nil {
-		return err
-	}
+	stampTemplate(sts)
 	if err := r.createOwned(ctx, c, sts); err != nil {
 		return err
 	}
@@ -131,10 +126,8 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 // restart for it: the update strategy is OnDelete, and etcd reads its
 // bootstrap settings only from an empty data directory.
 func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope, size int32, boot Bootstrap) error {
-	want := statefulSet(s.cluster, size, boot)
-	if err := stampTemplate(want); err != nil {
-		return err
-	}
+	want := statefulSet(s.template(), size, boot)
+	stampTemplate(want)
 	sts := s.sts
 	if ptr.Deref(sts.Spec.Replicas, 0) == size && sts.Annotations[annotationTemplateHash] == want.Annotations[annotationTemplateHash] {
 		return nil
@@ -157,18 +150,11 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope, size int32, 
 }
 
 // stampTemplate records the hash of sts's pod template on it.
-func stampTemplate(sts *appsv1.StatefulSet) error {
-	b, err := json.Marshal(sts.Spec.Template)
-	if err != nil {
-		return fmt.Errorf("hashing the pod template: %w", err)
-	}
-	h := fnv.New64a()
-	_, _ = h.Write(b)
+func stampTemplate(sts *appsv1.StatefulSet) {
 	if sts.Annotations == nil {
 		sts.Annotations = map[string]string{}
 	}
-	sts.Annotations[annotationTemplateHash] = strconv.FormatUint(h.Sum64(), 16)
-	return nil
+	sts.Annotations[annotationTemplateHash] = hashOf(sts.Spec.Template)
 }
 
 // jobState is how far the init Job got.

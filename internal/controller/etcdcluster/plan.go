@@ -128,7 +128,7 @@ func planMembers(c *etcdv1alpha1.EtcdCluster, members []memberView, now time.Tim
 	}
 
 	if policy.auto {
-		if s, ok := planReplacement(members, all, statuses, policy, now); ok {
+		if s, ok := planReplacement(members, all, statuses, policy, now, restartingMember(c)); ok {
 			return s
 		}
 	}
@@ -148,10 +148,15 @@ func planMembers(c *etcdv1alpha1.EtcdCluster, members []memberView, now time.Tim
 
 // planReplacement picks the voting member that has been unhealthy the
 // longest past the policy's limit, if the cluster can lose it.
-func planReplacement(members []memberView, all []etcd.Member, statuses []etcd.MemberStatus, policy replacementPolicy, now time.Time) (step, bool) {
+func planReplacement(members []memberView, all []etcd.Member, statuses []etcd.MemberStatus, policy replacementPolicy, now time.Time, restarting string) (step, bool) {
 	var due []memberView
 	for _, m := range members {
 		if m.IsLearner || m.Ordinal < 0 {
+			continue
+		}
+		if m.Name == restarting && !m.DataLost {
+			// The roll restarted it: if it does not come back, the roll
+			// stalls on it (with its data), rather than replace it empty.
 			continue
 		}
 		if m.DataLost || (!m.UnhealthySince.IsZero() && now.Sub(m.UnhealthySince) >= policy.after) {
@@ -182,6 +187,14 @@ func planReplacement(members []memberView, all []etcd.Member, statuses []etcd.Me
 	}
 	return step{kind: stepReplace, member: m, ordinal: m.Ordinal, reason: etcdv1alpha1.ReasonReplacingMember,
 		message: fmt.Sprintf("Replacing member %s, %s, with a new member with empty data", m.Name, why)}, true
+}
+
+// restartingMember is the member a roll in progress restarted last.
+func restartingMember(c *etcdv1alpha1.EtcdCluster) string {
+	if c.Status.Update == nil {
+		return ""
+	}
+	return c.Status.Update.Member
 }
 
 // learnerDeadline is how long a learner may stay unstarted or unhealthy

@@ -48,6 +48,18 @@ type scope struct {
 	// exists; released is set once the deletion took the finalizer off.
 	finalSnapshot string
 	released      bool
+	// upgrade is how a version change stands; target, when set, is the
+	// cluster as the members' template is built while an upgrade is held.
+	upgrade upgradeState
+	target  *etcdv1alpha1.EtcdCluster
+}
+
+// template is the cluster that the members' template is built from.
+func (s *scope) template() *etcdv1alpha1.EtcdCluster {
+	if s.target != nil {
+		return s.target
+	}
+	return s.cluster
 }
 
 // requeueAfter asks for a pass within d; the shortest request wins.
@@ -92,6 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	if c.DeletionTimestamp != nil {
 		r.nextLook.Delete(c.UID)
+		r.rolls.release(c.UID)
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
 	if err := r.reconcileNormal(ctx, s); err != nil {

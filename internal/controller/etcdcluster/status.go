@@ -39,6 +39,8 @@ type observation struct {
 	staleVolumes []string
 	// restore is how far a restore from a backup got.
 	restore *restoreProgress
+	// roll is what the roll phase saw and did; nil when it did not run.
+	roll *rollObservation
 }
 
 // calculateStatus computes c's status from what a pass observed. It starts
@@ -85,6 +87,16 @@ func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation,
 		})
+	}
+	if r := obs.roll; r != nil {
+		st.Update = r.update
+		if r.finished {
+			st.UpdatedGeneration = c.Generation
+		}
+	}
+	if st.Update != nil {
+		// The version moves once the roll is checked, not member by member.
+		st.CurrentVersion = st.Update.From
 	}
 	setAvailable(c, obs, &st, set)
 	setProgressing(c, obs, set)
@@ -181,6 +193,12 @@ func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonUnreachable, "No member answered; Tend cannot tell the membership")
 	case obs.step.kind != stepNone:
 		set(t, metav1.ConditionTrue, obs.step.reason, obs.step.message)
+	case obs.roll != nil && obs.roll.reason != "":
+		status := metav1.ConditionTrue
+		if obs.roll.degraded {
+			status = metav1.ConditionFalse // it goes on only once someone acts; see Degraded
+		}
+		set(t, status, obs.roll.reason, obs.roll.message)
 	default:
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonStable, fmt.Sprintf("%d members, as the spec asks", replicas(c)))
 	}
@@ -189,7 +207,14 @@ func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	const t = etcdv1alpha1.ConditionDegraded
 	var alarms, unhealthy []string
+	restarting := ""
+	if r := obs.roll; r != nil && r.update != nil && !r.degraded {
+		restarting = r.update.Member // restarted on purpose; a stall is reported as such
+	}
 	for _, m := range obs.members {
+		if m.Name == restarting && !m.DataLost {
+			continue
+		}
 		for _, e := range m.Errors {
 			if strings.Contains(e, "alarm") && !slices.Contains(alarms, e) {
 				alarms = append(alarms, e)
@@ -221,6 +246,8 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	case obs.job == jobFailed:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonInitFailed,
 			fmt.Sprintf("The init Job %s failed (%s). Read its pod logs; delete the Job to run it again", initJobName(c), obs.jobMessage))
+	case obs.roll != nil && obs.roll.degraded:
+		set(t, metav1.ConditionTrue, obs.roll.reason, obs.roll.message)
 	case len(alarms) > 0:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonAlarm,
 			fmt.Sprintf("etcd raised %s. NOSPACE: compact and defragment, or raise spec.options.quotaBackendBytes, then etcdctl alarm disarm; CORRUPT: see docs/etcdcluster.md", strings.Join(alarms, "; ")))
@@ -256,6 +283,9 @@ func phaseOf(c *etcdv1alpha1.EtcdCluster, conds []metav1.Condition) string {
 		return etcdv1alpha1.PhaseCreating
 	case available.Status != metav1.ConditionTrue:
 		return etcdv1alpha1.PhaseDegraded
+	case progressing.Status == metav1.ConditionTrue && slices.Contains([]string{etcdv1alpha1.ReasonUpdating,
+		etcdv1alpha1.ReasonBackingUpBeforeUpgrade, etcdv1alpha1.ReasonCheckingUpdate}, progressing.Reason):
+		return etcdv1alpha1.PhaseUpdating
 	case progressing.Status == metav1.ConditionTrue:
 		return etcdv1alpha1.PhaseScaling
 	default:

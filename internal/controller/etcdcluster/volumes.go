@@ -21,17 +21,20 @@ type memberData struct {
 	holders map[string]types.UID
 	// pvcs are the cluster's volume claims.
 	pvcs []corev1.PersistentVolumeClaim
+	// pods are the member pods by name, those being deleted included.
+	pods map[string]*corev1.Pod
 }
 
 // observeData lists the member pods, from the apiserver (the manager does
 // not cache them), and the volume claims, from the cache.
 func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (memberData, error) {
-	d := memberData{ips: map[string]string{}, holders: map[string]types.UID{}}
+	d := memberData{ips: map[string]string{}, holders: map[string]types.UID{}, pods: map[string]*corev1.Pod{}}
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
 		return d, fmt.Errorf("listing member pods: %w", err)
 	}
-	for _, p := range pods.Items {
+	for i, p := range pods.Items {
+		d.pods[p.Name] = &pods.Items[i]
 		if p.DeletionTimestamp != nil {
 			continue
 		}

@@ -1,0 +1,416 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// defaultMemberTimeout is spec.updateStrategy.memberTimeout's default.
+const defaultMemberTimeout = 5 * time.Minute
+
+func memberTimeout(c *etcdv1alpha1.EtcdCluster) time.Duration {
+	if d := c.Spec.UpdateStrategy.MemberTimeout; d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return defaultMemberTimeout
+}
+
+// upgradeState is how a change of the etcd version stands: whether it is a
+// minor upgrade, whether etcd supports the path, and its backup.
+type upgradeState struct {
+	// from is the oldest version a member runs; to the spec's.
+	from, to string
+	// minor: a member runs an older minor version than the spec, and none
+	// runs the spec's minor version yet: the upgrade has not started.
+	minor   bool
+	pathErr error
+	// backup is the pre-upgrade EtcdBackup, nil until it exists.
+	backup      *etcdv1alpha1.EtcdBackup
+	backupState backupState
+	backupMsg   string
+}
+
+// hold tells whether the members' template must keep the version they run:
+// a minor upgrade may not start before its path is allowed and its backup
+// is done, and a member that restarts meanwhile (a crash, a node drain)
+// must come back on the version it had.
+func (u upgradeState) hold() bool {
+	return u.minor && (u.pathErr != nil || u.backup == nil || u.backupState != backupDone)
+}
+
+// observeUpgrade reads how a version change stands. The members' own
+// versions decide, not the status: the oldest member is what etcd's
+// upgrade rules are about.
+func (r *Reconciler) observeUpgrade(ctx context.Context, c *etcdv1alpha1.EtcdCluster, views []memberView) (upgradeState, error) {
+	u := upgradeState{from: lowestVersion(views), to: version(c)}
+	if u.from == "" {
+		return u, nil // no member has said its version yet
+	}
+	u.from = "v" + strings.TrimPrefix(u.from, "v")
+	if !isMinorUpgrade(u.from, u.to) {
+		return u, nil
+	}
+	to, _ := parseVersion(u.to)
+	for _, v := range views {
+		if mv, ok := parseVersion(v.Version); ok && mv.minor >= to.minor {
+			return u, nil // the upgrade is under way: its backup was taken
+		}
+	}
+	u.minor = true
+	u.pathErr = checkUpgradePath(u.from, u.to, c.Spec.Auth.Enabled)
+	b := &etcdv1alpha1.EtcdBackup{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: upgradeBackupName(c)}, b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return u, nil
+	case err != nil:
+		return u, fmt.Errorf("reading the pre-upgrade backup: %w", err)
+	}
+	u.backup = b
+	u.backupState, u.backupMsg = finalBackupState(b)
+	return u, nil
+}
+
+// templateCluster is the cluster as the members' template must be built
+// for it: c, or while a minor upgrade is held, c with the version and
+// image that the members run now.
+func templateCluster(c *etcdv1alpha1.EtcdCluster, u upgradeState, runningImage string) *etcdv1alpha1.EtcdCluster {
+	if !u.hold() {
+		return c
+	}
+	held := c.DeepCopy()
+	held.Spec.Version = u.from
+	if runningImage != "" {
+		held.Spec.Image = runningImage
+	}
+	return held
+}
+
+// version is the spec's etcd version.
+func version(c *etcdv1alpha1.EtcdCluster) string {
+	if c.Spec.Version == "" {
+		return etcdv1alpha1.DefaultVersion
+	}
+	return c.Spec.Version
+}
+
+// upgradeBackupName is the EtcdBackup taken before the upgrade to the
+// spec's version.
+func upgradeBackupName(c *etcdv1alpha1.EtcdCluster) string {
+	return fmt.Sprintf("%s-upgrade-%s", c.Name, strings.ReplaceAll(strings.TrimPrefix(version(c), "v"), ".", "-"))
+}
+
+// upgradeBackup is the backup of c before a minor upgrade: to the
+// cluster's backup destination, or to a volume claim of its own, verified.
+// It belongs to the cluster; its file stays when it is deleted.
+func upgradeBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
+	b := finalBackup(c)
+	b.ObjectMeta = metav1.ObjectMeta{Name: upgradeBackupName(c), Namespace: c.Namespace, Labels: b.Labels}
+	if c.Spec.Backup == nil {
+		b.Spec.Destination.Volume.ClaimName = upgradeBackupClaimName(c)
+	}
+	return b
+}
+
+// labelUpgradeBackupOf marks the volume claim of a cluster's pre-upgrade
+// backups. Not the cluster label: it is none of the members' volumes.
+const labelUpgradeBackupOf = "etcd.tend.dev/upgrade-backups-of"
+
+func upgradeBackupClaimName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-upgrade-backups" }
+
+// rollObservation is what the roll phase saw and did, for the status.
+type rollObservation struct {
+	// update is status.update after the pass; nil when no roll is on.
+	update *etcdv1alpha1.UpdateStatus
+	// finished: the roll ended this pass, or none was needed.
+	finished bool
+	// reason and message explain Progressing; a degraded reason (stalled,
+	// blocked, check failed) also sets Degraded.
+	reason, message string
+	degraded        bool
+}
+
+// reconcileRoll moves the members to the current revision one at a time
+// (planRoll), taking the pre-upgrade backup first for a minor upgrade and
+// running the check Job after the last member. Its state lives in
+// status.update and on the pods (their revision annotation), so a pass cut
+// short anywhere is picked up by the next.
+func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, views []memberView, data memberData) error {
+	c := s.cluster
+	rev := memberRevision(s.template())
+	members, outdated, unmarked := rollMembersOf(c, views, data.pods, rev)
+	u := c.Status.Update.DeepCopy()
+	obs := &rollObservation{update: u}
+	s.obs.roll = obs
+	if !outdated && u == nil && !s.upgrade.minor {
+		obs.finished = true
+		return nil
+	}
+
+	if s.upgrade.minor && s.upgrade.pathErr != nil {
+		obs.reason, obs.degraded = etcdv1alpha1.ReasonUpgradeBlocked, true
+		obs.message = fmt.Sprintf("spec.version %s is refused and no member was touched: %v", s.upgrade.to, s.upgrade.pathErr)
+		return nil
+	}
+
+	if u == nil {
+		cause := etcdv1alpha1.UpdateCauseSpec
+		if unmarked || (c.Status.UpdatedGeneration != 0 && c.Status.UpdatedGeneration == c.Generation) {
+			cause = etcdv1alpha1.UpdateCauseOperator
+		}
+		if cause == etcdv1alpha1.UpdateCauseOperator && !r.rolls.acquire(c.UID, r.MaxOperatorRolls) {
+			obs.reason = etcdv1alpha1.ReasonUpdateQueued
+			obs.message = fmt.Sprintf("This version of Tend runs the members differently; %d cluster(s) are rolled at a time (--etcdcluster-max-operator-rolls) and this one waits for its turn", r.MaxOperatorRolls)
+			s.requeueAfter(requeueSteady)
+			return nil
+		}
+		u = &etcdv1alpha1.UpdateStatus{From: s.upgrade.from, To: version(c), Revision: rev, Cause: cause, StartedAt: metav1.Time{Time: s.now}}
+		if u.From == "" {
+			u.From = u.To
+		}
+		obs.update = u
+		r.event(c, corev1.EventTypeNormal, "UpdateStarted", "Update", "Rolling the members to revision %s (%s to %s, cause %s), one at a time", rev, u.From, u.To, cause)
+	} else if u.Revision != rev {
+		r.event(c, corev1.EventTypeNormal, "UpdateRetargeted", "Update", "The spec changed during the roll: rolling to revision %s (%s) instead of %s", rev, version(c), u.Revision)
+		u.Revision, u.To, u.CheckJob = rev, version(c), ""
+	}
+	if u.Cause == etcdv1alpha1.UpdateCauseOperator {
+		r.rolls.keep(c.UID) // a roll under way keeps its slot, also after a restart
+	}
+
+	if s.upgrade.minor {
+		return r.reconcileUpgradeBackup(ctx, s, u, obs)
+	}
+
+	action := planRoll(rollInput{
+		members:     members,
+		inHand:      u.Member,
+		inHandSince: timeOf(u.MemberSince),
+		timeout:     memberTimeout(c),
+		now:         s.now,
+	})
+	u.UpdatedMembers, u.PendingMembers = nil, nil
+	for _, m := range members {
+		if m.Updated && m.Healthy {
+			u.UpdatedMembers = append(u.UpdatedMembers, m.Name)
+		} else if !m.Updated && !m.PodGone {
+			u.PendingMembers = append(u.PendingMembers, m.Name)
+		}
+	}
+	obs.reason, obs.message = etcdv1alpha1.ReasonUpdating, action.message
+	s.requeueAfter(requeueStep)
+	switch action.kind {
+	case rollDone:
+		return r.reconcileCheckJob(ctx, s, u, obs)
+	case rollWait:
+	case rollStalled:
+		obs.reason, obs.degraded = etcdv1alpha1.ReasonUpdateStalled, true
+		obs.message = fmt.Sprintf("%s. The roll stopped: no other member is touched. Read the pod's events and logs (kubectl describe pod -n %s %s); "+
+			"correct the spec (for example the image or version) and Tend restarts %s with it and goes on", action.message, c.Namespace, action.member.Name, action.member.Name)
+		if prev := c.Status.Update; prev == nil || !stalledBefore(c) {
+			r.event(c, corev1.EventTypeWarning, "UpdateStalled", "Update", "%s; the roll stopped", action.message)
+		}
+		s.requeueAfter(requeueUnreachable)
+	case rollRestart:
+		pod := data.pods[action.member.Name]
+		if pod != nil {
+			if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("restarting member %s: %w", action.member.Name, err)
+			}
+		}
+		u.Member, u.MemberSince = action.member.Name, &metav1.Time{Time: s.now}
+		r.event(c, corev1.EventTypeNormal, "MemberRestarted", "RestartMember", "%s to run revision %s", action.message, rev)
+	case rollMoveLeader:
+		if err := cli.MoveLeader(ctx, action.to); err != nil {
+			return fmt.Errorf("%s: %w", action.message, err)
+		}
+		u.LeaderMoves++
+		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "%s", action.message)
+	}
+	return nil
+}
+
+// stalledBefore tells whether the last status already said the roll
+// stalled, so that the Warning Event is recorded once per stall.
+func stalledBefore(c *etcdv1alpha1.EtcdCluster) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == etcdv1alpha1.ConditionDegraded && cond.Reason == etcdv1alpha1.ReasonUpdateStalled && cond.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcileUpgradeBackup takes the backup that a minor upgrade waits for:
+// the first member restarts only once it is Complete and, when verified,
+// Verified. A failed backup blocks the upgrade until someone deletes it
+// (Tend then takes another) or the spec goes back.
+func (r *Reconciler) reconcileUpgradeBackup(ctx context.Context, s *scope, u *etcdv1alpha1.UpdateStatus, obs *rollObservation) error {
+	c := s.cluster
+	up := s.upgrade
+	name := upgradeBackupName(c)
+	u.Backup = name
+	switch {
+	case up.backup == nil:
+		if c.Spec.Backup == nil {
+			pvc := finalSnapshotClaim(c)
+			pvc.Name, pvc.Labels = upgradeBackupClaimName(c), map[string]string{labelUpgradeBackupOf: c.Name, "app.kubernetes.io/managed-by": "tend"}
+			if err := r.createOwned(ctx, c, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		}
+		if err := r.createOwned(ctx, c, upgradeBackup(c)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		r.event(c, corev1.EventTypeNormal, "UpgradeBackup", "CreateBackup", "Created EtcdBackup %s: the upgrade from %s to %s starts once it is complete and verified", name, up.from, up.to)
+		obs.reason, obs.message = etcdv1alpha1.ReasonBackingUpBeforeUpgrade, fmt.Sprintf("Taking EtcdBackup %s before upgrading from %s to %s", name, up.from, up.to)
+	case up.backupState == backupFailed:
+		obs.reason, obs.degraded = etcdv1alpha1.ReasonUpgradeBlocked, true
+		obs.message = fmt.Sprintf("The upgrade from %s to %s did not start: its backup %s failed (%s). Fix the cause and delete the EtcdBackup (kubectl delete etcdbackup -n %s %s) to take it again",
+			up.from, up.to, name, up.backupMsg, c.Namespace, name)
+		if !blockedBefore(c) {
+			r.event(c, corev1.EventTypeWarning, "UpgradeBlocked", "Update", "The upgrade from %s to %s waits: backup %s failed", up.from, up.to, name)
+		}
+	default:
+		obs.reason, obs.message = etcdv1alpha1.ReasonBackingUpBeforeUpgrade, fmt.Sprintf("Waiting for EtcdBackup %s to complete and be verified before upgrading from %s to %s", name, up.from, up.to)
+	}
+	s.requeueAfter(requeueUnreachable)
+	return nil
+}
+
+func blockedBefore(c *etcdv1alpha1.EtcdCluster) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == etcdv1alpha1.ConditionDegraded && cond.Reason == etcdv1alpha1.ReasonUpgradeBlocked && cond.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcileCheckJob runs the check Job once every member runs the
+// revision, and ends the roll when it succeeds.
+func (r *Reconciler) reconcileCheckJob(ctx context.Context, s *scope, u *etcdv1alpha1.UpdateStatus, obs *rollObservation) error {
+	c := s.cluster
+	name := checkJobName(c, u.Revision)
+	u.CheckJob, u.Member, u.MemberSince = name, "", nil
+	u.PendingMembers = nil
+	job := &batchv1.Job{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.createOwned(ctx, c, checkJob(c, name, r.AgentImage)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		r.event(c, corev1.EventTypeNormal, "CheckingUpdate", "CreateJob", "Every member runs revision %s; Job %s checks health, version %s and equal hashes", u.Revision, name, u.To)
+		obs.reason, obs.message = etcdv1alpha1.ReasonCheckingUpdate, fmt.Sprintf("Every member runs the new revision; Job %s checks the cluster", name)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the check Job %s: %w", name, err)
+	}
+	switch state, msg := jobStateOf(job); state {
+	case jobComplete:
+		r.event(c, corev1.EventTypeNormal, "UpdateComplete", "Update", "Every member runs %s (revision %s), checked by Job %s; %d leader move(s)", u.To, u.Revision, name, u.LeaderMoves)
+		r.rolls.release(c.UID)
+		obs.update, obs.finished = nil, true
+		obs.reason, obs.message = "", ""
+	case jobFailed:
+		obs.reason, obs.degraded = etcdv1alpha1.ReasonUpdateCheckFailed, true
+		obs.message = fmt.Sprintf("Every member runs the new revision, but the check Job %s failed (%s). Read its logs (kubectl logs -n %s job/%s); delete the Job to check again", name, msg, c.Namespace, name)
+	default:
+		obs.reason, obs.message = etcdv1alpha1.ReasonCheckingUpdate, fmt.Sprintf("Every member runs the new revision; Job %s checks the cluster", name)
+	}
+	return nil
+}
+
+// checkJobName is the check Job of the roll to rev.
+func checkJobName(c *etcdv1alpha1.EtcdCluster, rev string) string {
+	return fmt.Sprintf("%s-check-%s", c.Name, rev[:min(8, len(rev))])
+}
+
+// rollMembersOf pairs the members with their pods: whether each runs rev.
+// outdated is set when a member's pod runs another revision; unmarked when
+// a pod carries no revision at all (made by a Tend older than the roll).
+func rollMembersOf(c *etcdv1alpha1.EtcdCluster, views []memberView, pods map[string]*corev1.Pod, rev string) (members []rollMember, outdated, unmarked bool) {
+	for _, v := range views {
+		if v.Ordinal < 0 {
+			continue
+		}
+		m := rollMember{memberView: v}
+		p := pods[v.Name]
+		switch {
+		case p == nil || p.DeletionTimestamp != nil:
+			m.PodGone = true
+		default:
+			m.PodCreated = p.CreationTimestamp.Time
+			have, ok := p.Annotations[etcdv1alpha1.AnnotationMemberRevision]
+			m.Updated = have == rev
+			outdated = outdated || !m.Updated
+			unmarked = unmarked || !ok
+		}
+		members = append(members, m)
+	}
+	return members, outdated, unmarked
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// rollSlots bounds how many clusters roll at once because Tend changed
+// (not their spec): a new Tend must not restart every member everywhere
+// at the same moment. It is a bound, not a record: after a restart, the
+// rolls under way (status.update) take their slots back.
+type rollSlots struct {
+	mu    sync.Mutex
+	taken map[types.UID]bool
+}
+
+// acquire takes a slot for uid if fewer than limit are taken.
+func (s *rollSlots) acquire(uid types.UID, limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.taken[uid] {
+		return true
+	}
+	if len(s.taken) >= max(limit, 1) {
+		return false
+	}
+	s.keepLocked(uid)
+	return true
+}
+
+// keep marks uid's roll as holding a slot, whatever the bound.
+func (s *rollSlots) keep(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keepLocked(uid)
+}
+
+func (s *rollSlots) keepLocked(uid types.UID) {
+	if s.taken == nil {
+		s.taken = map[types.UID]bool{}
+	}
+	s.taken[uid] = true
+}
+
+// release frees uid's slot.
+func (s *rollSlots) release(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.taken, uid)
+}

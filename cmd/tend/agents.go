@@ -20,7 +20,7 @@ import (
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
-// The agents are the steps of Tend's backup and restore Jobs:
+// The agents are the steps of Tend's backup, restore and roll Jobs:
 //
 //	tend backup          --connection-dir --client-tls-dir --to=URI [--s3-*] --compression --owner [--result-file] [--timeout]
 //	tend fetch           (--from=URI --compression [--sha256] | --from-result=FILE) [--s3-*] --out [--timeout]
@@ -28,13 +28,14 @@ import (
 //	tend restore prepare --data-dir --id
 //	tend restore install --data-dir --id
 //	tend artifact delete --uri=URI [--s3-*] --owner [--timeout]
+//	tend check           --connection-dir --client-tls-dir --version=vX.Y.Z [--timeout]  (env ETCD_ROOT_PASSWORD)
 //
 // Each writes its agent.Result to --termination-message-path, also when it
 // fails, and exits with agent.ExitOK, ExitFailed (a retry may help) or
 // ExitTerminal. The logic is internal/agent's; this file only reads flags.
 
 // rootPasswordEnv holds the root password of a cluster with auth on, for
-// tend verify.
+// tend verify and tend check.
 const rootPasswordEnv = "ETCD_ROOT_PASSWORD"
 
 // agentStep is one agent command: its flags, bound to a FlagSet, and what
@@ -53,10 +54,11 @@ var agentSteps = map[string]agentStep{
 	"restore prepare": {op: agent.OpPrepare, bind: bindRestore(agent.Prepare)},
 	"restore install": {op: agent.OpInstall, bind: bindRestore(agent.Install)},
 	"artifact delete": {op: agent.OpDelete, timeout: 10 * time.Minute, bind: bindDelete},
+	"check":           {op: agent.OpCheck, timeout: 5 * time.Minute, bind: bindCheck},
 }
 
 // runAgent runs the agent command name (backup, fetch, verify, restore,
-// artifact) with args, and returns its exit code.
+// artifact, check) with args, and returns its exit code.
 func runAgent(name string, args []string, stderr io.Writer) int {
 	command := name
 	if name == "restore" || name == "artifact" {
@@ -231,6 +233,20 @@ func bindVerify(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Resu
 		}
 		return agent.Verify(ctx, agent.VerifyOptions{
 			Local: *local, RootPassword: os.Getenv(rootPasswordEnv), Live: cfg, Backup: b, Since: since, Log: log,
+		})
+	}
+}
+
+func bindCheck(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+	connectionDir, clientTLSDir := bindCluster(fs)
+	version := fs.String("version", "", "the etcd version every member must run, such as v3.6.16; the cluster version must be its minor's, 3.6.0")
+	return func(ctx context.Context, log logr.Logger) (agent.Result, error) {
+		cfg, err := agent.LoadConnection(*connectionDir, *clientTLSDir)
+		if err != nil {
+			return agent.Result{}, err
+		}
+		return agent.Check(ctx, agent.CheckOptions{
+			Etcd: cfg, RootPassword: os.Getenv(rootPasswordEnv), Version: *version, Log: log,
 		})
 	}
 }

@@ -167,6 +167,46 @@ func TestAgentsVerifyPod(t *testing.T) {
 	}
 }
 
+// TestAgentsCheck runs tend check as the etcdcluster controller's check
+// Job does, on a cluster with auth on and ETCD_ROOT_PASSWORD set: it
+// passes with the version the members run, and fails, retryably, with
+// another one.
+func TestAgentsCheck(t *testing.T) {
+	g := NewWithT(t)
+	cluster, connectionDir, clientTLSDir := liveFiles(t)
+	cfg, err := agent.LoadConnection(connectionDir, clientTLSDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := etcd.New(ctx, cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer admin.Close()
+	const password = "root-password"
+	g.Expect(admin.EnableAuth(ctx, password)).To(Succeed())
+	t.Setenv("ETCD_ROOT_PASSWORD", password)
+	statuses, err := admin.Status(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	version := statuses[0].Version
+	args := []string{"check", "--connection-dir=" + connectionDir, "--client-tls-dir=" + clientTLSDir}
+
+	check := runStep(t, "check", append(args, "--version=v"+version)...)
+	g.Expect(check.code).To(Equal(agent.ExitOK), check.output)
+	c := check.result.Check
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.ClusterVersion).To(Equal(version[:strings.LastIndex(version, ".")] + ".0"))
+	g.Expect(c.Revision).To(BeNumerically(">", 0))
+	g.Expect(c.Members).To(HaveLen(1))
+	g.Expect(c.Members[0].Name).To(Equal(cluster.Members()[0].Name))
+	g.Expect(c.Members[0].Version).To(Equal(version))
+	g.Expect(check.output).NotTo(ContainSubstring(password))
+
+	wrong := runStep(t, "check", append(args, "--version=v"+version+"0", "--timeout=3s")...)
+	g.Expect(wrong.code).To(Equal(agent.ExitFailed), wrong.output)
+	g.Expect(wrong.result.Terminal).To(BeFalse())
+	g.Expect(wrong.result.Error).To(ContainSubstring("runs " + version + ", not " + version + "0"))
+	g.Expect(wrong.output).To(ContainSubstring("The cluster did not pass the check yet"))
+}
+
 // TestAgentsExitCodes: every agent command reports its result and exits 0,
 // 1 (a retry may help) or 2 (terminal), also for arguments it cannot use.
 func TestAgentsExitCodes(t *testing.T) {
@@ -190,6 +230,9 @@ func TestAgentsExitCodes(t *testing.T) {
 		{name: "install without an id", op: "install", args: []string{"restore", "install", "--data-dir=" + dataDir}, wantCode: agent.ExitTerminal, wantErr: "restore id"},
 		{name: "delete a file that is not there", op: "delete", args: []string{"artifact", "delete", "--uri=file://" + filepath.Join(dataDir, "gone.db"), "--owner=u"}, wantCode: agent.ExitOK},
 		{name: "delete without an owner", op: "delete", args: []string{"artifact", "delete", "--uri=file:///x/gone.db"}, wantCode: agent.ExitTerminal, wantErr: "owner is empty"},
+		{name: "check without a version", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9")}, wantCode: agent.ExitTerminal, wantErr: `version "" is not vX.Y.Z`},
+		{name: "check a version without its v", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=3.6.16"}, wantCode: agent.ExitTerminal, wantErr: "is not vX.Y.Z"},
+		{name: "check a cluster that does not answer", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=v3.6.16", "--timeout=1s"}, wantCode: agent.ExitFailed, wantErr: "did not pass the check"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

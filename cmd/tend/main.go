@@ -44,7 +44,7 @@ func run(args []string, stderr io.Writer) int {
 	switch args[0] {
 	case "manager":
 		err = runManager(args[1:], stderr)
-	case "backup", "fetch", "verify", "restore", "artifact":
+	case "backup", "fetch", "verify", "restore", "artifact", "check":
 		return runAgent(args[0], args[1:], stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stderr)
@@ -70,13 +70,14 @@ func usage(w io.Writer) {
 Commands:
   manager   run the Tend controllers
 
-Agents (the steps of backup and restore Jobs):
+Agents (the steps of backup, restore and roll Jobs):
   backup            stream an etcd snapshot to S3 or a file, and read it back
   fetch             download a backup and decompress it to a snapshot file
   verify            compare a restored backup with the live cluster
   restore prepare   ready a member's data directory for etcdutl snapshot restore
   restore install   move the restored data into place
   artifact delete   delete what a backup wrote
+  check             confirm a rolled cluster: healthy, one version, equal stores
 
 Run "tend COMMAND -h" for a command's flags.
 `)

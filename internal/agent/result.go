@@ -34,6 +34,7 @@ const (
 	OpPrepare = "prepare"
 	OpInstall = "install"
 	OpDelete  = "delete"
+	OpCheck   = "check"
 )
 
 // Result is what an agent reports in its termination message: one JSON
@@ -41,8 +42,8 @@ const (
 // telling whether a retry can help. The other fields are filled by the
 // steps that know them.
 type Result struct {
-	// Op is the step: "backup", "fetch", "verify", "prepare", "install" or
-	// "delete" (the Op constants).
+	// Op is the step: "backup", "fetch", "verify", "prepare", "install",
+	// "delete" or "check" (the Op constants).
 	Op string `json:"op"`
 	// Error says why the step failed; empty on success.
 	Error string `json:"error,omitempty"`
@@ -57,6 +58,9 @@ type Result struct {
 	Verification *Verification `json:"verification,omitempty"`
 	// Restored is the revision a restore's snapshot held (before the bump).
 	Restored *Restored `json:"restored,omitempty"`
+	// Check is what a check of a rolled cluster saw: on failure, what its
+	// last attempt saw.
+	Check *CheckResult `json:"check,omitempty"`
 }
 
 // Artifact is a file a backup wrote.
@@ -108,6 +112,33 @@ type Verification struct {
 type Restored struct {
 	// Revision of the snapshot before --bump-revision.
 	Revision int64 `json:"revision"`
+}
+
+// CheckResult is what a check of a rolled cluster saw. Its fields are
+// short and omitted when empty: a termination message holds 4096 bytes.
+type CheckResult struct {
+	// ClusterVersion is the cluster version that every member reported,
+	// such as "3.6.0"; empty until they all reported the one expected.
+	ClusterVersion string `json:"clusterVersion,omitempty"`
+	// Revision is the revision at which the members' stores were hashed:
+	// the lowest of their revisions. Zero until they were hashed.
+	Revision int64 `json:"revision,omitempty"`
+	// Members are the cluster's members, in the order of their IDs.
+	Members []CheckedMember `json:"members,omitempty"`
+}
+
+// CheckedMember is one member, as a check saw it.
+type CheckedMember struct {
+	// Name is the member's name; empty when it has not started.
+	Name string `json:"name,omitempty"`
+	// ID is the member's ID in hexadecimal, as etcdctl prints it.
+	ID string `json:"id"`
+	// Version is the member's etcd version, such as "3.6.16".
+	Version string `json:"version,omitempty"`
+	// Revision is the member's revision when it answered its status.
+	Revision int64 `json:"revision,omitempty"`
+	// Hash is its HashKV at CheckResult.Revision.
+	Hash uint32 `json:"hash,omitempty"`
 }
 
 // Failed returns r with err recorded: its message, and whether a retry can

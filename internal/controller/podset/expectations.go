@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
@@ -63,6 +64,45 @@ func (e *expectations) deleted(key types.NamespacedName, name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.record(key).deletes.Insert(name)
+}
+
+// creating calls create, which creates a pod and returns its name, and
+// records that name for key once the create succeeded. The apiserver
+// generates the name, so nothing can be recorded before; a create that
+// failed is never recorded, and so never leaves the PodSet waiting.
+// (ReplicaSet counts its creates ahead and lowers the count with
+// CreationObserved for each create that failed or was skipped.)
+func (e *expectations) creating(key types.NamespacedName, create func() (string, error)) (string, error) {
+	name, err := create()
+	if err != nil {
+		return "", err
+	}
+	e.created(key, name)
+	return name, nil
+}
+
+// deleting records that the pod called name is being deleted for key, then
+// calls del, which deletes it. The record comes first: once the delete is
+// sent, the cache may show the pod gone at any moment.
+//
+// A delete that failed is struck off again at once, as ReplicaSet's
+// manageReplicas calls DeletionObserved for it: the cache will never show a
+// delete that did not happen, and the record would hold the PodSet back
+// until it expired. NotFound is no failure: the pod is gone already, and the
+// record stays until the cache shows that too, so that a pass in between
+// does not count the pod as live.
+func (e *expectations) deleting(key types.NamespacedName, name string, del func() error) error {
+	e.deleted(key, name)
+	err := del()
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if x, ok := e.records[key]; ok {
+		x.deletes.Delete(name)
+	}
+	return err
 }
 
 // satisfied settles key's record against pods, the cache's view of the

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
@@ -185,6 +187,74 @@ func TestRefusedCreatesSetReplicaFailureAndRecover(t *testing.T) {
 	g.Expect(env.Client.Status().Update(t.Context(), quota)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(livePods(g, ps)).To(HaveLen(3))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionReplicaFailure)).To(Equal("False/NoFailure"))
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+}
+
+func TestRefusedDeletesSetReplicaFailureAndRecover(t *testing.T) {
+	ns := env.Namespace(t)
+	g := NewWithT(t)
+	ps := newPodSet(ns, "web", 2, nil)
+	create(t, ps)
+	eventually(t, func(g Gomega) { g.Expect(livePods(g, ps)).To(HaveLen(2)) })
+
+	// An admission policy refuses every pod delete in the namespace, as a
+	// policy engine or a mistaken webhook might.
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "false", Message: "pod deletes are paused", Reason: ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
+			}},
+		},
+	}
+	create(t, policy)
+	create(t, binding)
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), binding)
+		_ = env.Client.Delete(context.Background(), policy)
+	})
+	// The apiserver loads policies asynchronously: wait until it refuses a
+	// (dry-run) delete.
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: ps.Spec.Template.Spec}
+	create(t, probe)
+	eventually(t, func(g Gomega) {
+		g.Expect(env.Client.Delete(context.Background(), probe, client.DryRunAll)).To(MatchError(ContainSubstring("pod deletes are paused")))
+	})
+
+	setReplicas(t, ps, 1)
+	eventually(t, func(g Gomega) {
+		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(string(metav1.StatusReasonForbidden)))
+		g.Expect(c.Message).To(ContainSubstring("pod deletes are paused"))
+	})
+	g.Expect(livePods(g, ps)).To(HaveLen(2))
+
+	// Deletes allowed again, the next retry deletes the pod: the refused
+	// delete left nothing for the PodSet to wait for.
+	g.Expect(env.Client.Delete(t.Context(), binding)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(livePods(g, ps)).To(HaveLen(1))
 		g.Expect(condition(g, ps, appsv1alpha1.ConditionReplicaFailure)).To(Equal("False/NoFailure"))
 	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 }

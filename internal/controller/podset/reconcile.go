@@ -105,16 +105,21 @@ func (r *Reconciler) manageReplicas(ctx context.Context, ps *appsv1alpha1.PodSet
 		var mu sync.Mutex
 		var names []string
 		created, err := slowStart(n, func() error {
-			pod, err := newPod(ps)
+			name, err := r.expectations.creating(key, func() (string, error) {
+				pod, err := newPod(ps)
+				if err != nil {
+					return "", err
+				}
+				if err := r.Create(ctx, pod); err != nil {
+					return "", err
+				}
+				return pod.Name, nil // the apiserver's generated name
+			})
 			if err != nil {
 				return err
 			}
-			if err := r.Create(ctx, pod); err != nil {
-				return err
-			}
-			r.expectations.created(key, pod.Name)
 			mu.Lock()
-			names = append(names, pod.Name)
+			names = append(names, name)
 			mu.Unlock()
 			return nil
 		})
@@ -137,11 +142,10 @@ func (r *Reconciler) manageReplicas(ctx context.Context, ps *appsv1alpha1.PodSet
 			pod := victims[i]
 			i++
 			mu.Unlock()
-			// The expectation comes first: once the delete is sent the
-			// cache may show the pod gone at any moment.
-			r.expectations.deleted(key, pod.Name)
-			err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
-			if err != nil && !apierrors.IsNotFound(err) {
+			err := r.expectations.deleting(key, pod.Name, func() error {
+				return r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+			})
+			if err != nil {
 				return err
 			}
 			mu.Lock()

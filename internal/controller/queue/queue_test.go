@@ -132,16 +132,22 @@ func TestUpstreamFaults(t *testing.T) {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			g := NewWithT(t)
 			proxy.SetMode(tc.mode)
-			proxy.ResetCounts()
 			g.Eventually(func(g Gomega) {
 				got := get(g, q)
 				g.Expect(condition(got, sqsv1alpha1.ConditionSynced)).To(Equal(tc.reason))
 				g.Expect(condition(got, sqsv1alpha1.ConditionReady)).To(Equal("False/Unavailable"))
 			}).WithTimeout(60 * time.Second).Should(Succeed())
-			// Backoff, not a hot loop: over the next seconds the failing
-			// calls stay few (a hot loop would make thousands).
-			time.Sleep(5 * time.Second)
-			g.Expect(proxy.Count(tc.mode)).To(BeNumerically("<", 20))
+			// The failure settles: over the next seconds the Queue keeps
+			// saying why, and is not rewritten by the retries (a repeated
+			// failure reads the same), while the queue in SQS stays as it
+			// was. That the retries back off is TestFailEndsThePass's.
+			settled := get(g, q)
+			g.Consistently(func(g Gomega) {
+				now := get(g, q)
+				g.Expect(now.ResourceVersion).To(Equal(settled.ResourceVersion))
+				g.Expect(condition(now, sqsv1alpha1.ConditionSynced)).To(Equal(tc.reason))
+			}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+			g.Expect(tags(g, settled.Status.QueueURL)).To(HaveKeyWithValue(ownerTag, ns+"/faulty"))
 
 			proxy.SetMode(faultproxy.PassThrough)
 			waitReady(g, q)

@@ -1,14 +1,19 @@
 package queue
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	. "github.com/onsi/gomega"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 	tendaws "github.com/tend-dev/tend/internal/aws"
@@ -62,4 +67,46 @@ func TestLocalRefusalKeepsConditions(t *testing.T) {
 	_, _ = r.fail(q, &smithy.OperationError{ServiceID: "SQS", OperationName: "GetQueueAttributes",
 		Err: &smithy.GenericAPIError{Code: "RequestThrottled", Message: "slow down"}})
 	g.Expect(findCondition(q, sqsv1alpha1.ConditionSynced).Reason).To(Equal(sqsv1alpha1.ReasonThrottled))
+}
+
+// TestFailEndsThePass shows how a failed pass ends, which is what keeps a
+// failing upstream from a hot loop: a transient failure returns its error,
+// so that the workqueue backs the Queue off (1s doubling to 5m); a throttle
+// without a hint does too; a hint is waited for; a terminal error waits for
+// a change. No failure ends in an immediate requeue.
+func TestFailEndsThePass(t *testing.T) {
+	op := func(err error) error {
+		return fmt.Errorf("reading the queue's attributes: %w", &smithy.OperationError{
+			ServiceID: "SQS", OperationName: "GetQueueAttributes", Err: err})
+	}
+	tests := []struct {
+		name         string
+		err          error
+		wantBackoff  bool // the error goes back to the workqueue's backoff
+		wantTerminal bool
+		wantAfter    time.Duration
+		wantReason   string
+	}{
+		{name: "server error", err: op(&smithy.GenericAPIError{Code: "InternalFailure", Message: "We encountered an internal error."}),
+			wantBackoff: true, wantReason: sqsv1alpha1.ReasonUpstreamError},
+		{name: "hang", err: op(context.DeadlineExceeded), wantBackoff: true, wantReason: sqsv1alpha1.ReasonUpstreamError},
+		{name: "throttled, no hint", err: op(&sqstypes.RequestThrottled{Message: awssdk.String("Request is throttled.")}),
+			wantBackoff: true, wantReason: sqsv1alpha1.ReasonThrottled},
+		{name: "deleted recently: SQS's 60 s", err: op(&sqstypes.QueueDeletedRecently{Message: awssdk.String("wait")}),
+			wantAfter: tendaws.RecreateDelay, wantReason: sqsv1alpha1.ReasonQueueDeletedRecently},
+		{name: "invalid spec", err: op(&sqstypes.InvalidAttributeValue{Message: awssdk.String("bad")}),
+			wantTerminal: true, wantReason: sqsv1alpha1.ReasonInvalidSpec},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			q := &sqsv1alpha1.Queue{}
+			r := &Reconciler{Recorder: events.NewFakeRecorder(10)}
+			res, err := r.fail(q, tt.err)
+			g.Expect(res.RequeueAfter).To(Equal(tt.wantAfter))
+			g.Expect(err != nil).To(Equal(tt.wantBackoff || tt.wantTerminal))
+			g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(Equal(tt.wantTerminal))
+			g.Expect(findCondition(q, sqsv1alpha1.ConditionSynced).Reason).To(Equal(tt.wantReason))
+		})
+	}
 }

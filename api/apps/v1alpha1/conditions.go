@@ -27,6 +27,10 @@ const (
 	// ConditionReplicaFailure is True when the last attempt to create or
 	// delete a pod failed; its reason is the apiserver's.
 	ConditionReplicaFailure = "ReplicaFailure"
+	// ConditionLeaderServiceReady is True when the Service <name>-leader is
+	// the PodSet's own and selects the leader pod. It is set only while
+	// leaderElection is on.
+	ConditionLeaderServiceReady = "LeaderServiceReady"
 )
 
 // Reasons of the Available condition.
@@ -63,6 +67,18 @@ const (
 	// ReasonFailedDelete: a pod delete failed for a reason the apiserver did
 	// not name.
 	ReasonFailedDelete = "FailedDelete"
+)
+
+// Reasons of the LeaderServiceReady condition.
+const (
+	// ReasonServiceSelectsLeader: the Service <name>-leader is the PodSet's
+	// and selects the pod labelled tend.dev/role=leader.
+	ReasonServiceSelectsLeader = "ServiceSelectsLeader"
+	// ReasonServiceNameTaken: a Service that the PodSet does not control
+	// already has the name <name>-leader. Tend neither adopts nor changes it;
+	// the message names its owner. It is also the reason of the Warning
+	// Event that reports the clash.
+	ReasonServiceNameTaken = "ServiceNameTaken"
 )
 
 // ReasonUnknown is every condition's reason before the first pass has

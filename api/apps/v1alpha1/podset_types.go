@@ -62,7 +62,8 @@ type PodSetStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Available, Progressing and ReplicaFailure.
+	// Conditions are Available, Progressing and ReplicaFailure, and
+	// LeaderServiceReady while leaderElection is on.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

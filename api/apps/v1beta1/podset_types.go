@@ -91,8 +91,9 @@ type PodSetStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Available, Progressing and ReplicaFailure; their types
-	// and reasons are the constants of apps.tend.dev/v1alpha1.
+	// Conditions are Available, Progressing and ReplicaFailure, and
+	// LeaderServiceReady while leader election is on; their types and
+	// reasons are the constants of apps.tend.dev/v1alpha1.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,7 +108,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// label names (an orphan to adopt, or the old owner of a relabelled
 		// pod: both old and new objects are mapped).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podSetsOfPod)).
-		Owns(&corev1.Service{}).
+		// A Service event concerns the PodSet that controls it and the one
+		// whose leader Service its name is: when a Service of another owner
+		// that holds that name goes, the PodSet creates its own.
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(podSetsOfService)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			// A refused create backs off per PodSet from 1s to 5m, so a
@@ -136,4 +141,29 @@ func podSetsOfPod(_ context.Context, o client.Object) []reconcile.Request {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
 	}
 	return reqs
+}
+
+// podSetsOfService maps a Service to the PodSets it concerns: the one that
+// controls it and the one whose leader Service has its name, usually the
+// same one.
+func podSetsOfService(_ context.Context, o client.Object) []reconcile.Request {
+	var names []string
+	if ref := podSetControllerOf(o); ref != nil {
+		names = append(names, ref.Name)
+	}
+	if name, ok := podSetOfLeaderService(o.GetName()); ok && !slices.Contains(names, name) {
+		names = append(names, name)
+	}
+	reqs := make([]reconcile.Request, 0, len(names))
+	for _, name := range names {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+	}
+	return reqs
+}
+
+// podSetOfLeaderService returns the name of the PodSet whose leader Service
+// would be called name (appsv1alpha1.LeaderServiceName's inverse).
+func podSetOfLeaderService(name string) (string, bool) {
+	ps, ok := strings.CutSuffix(name, appsv1alpha1.LeaderServiceName(""))
+	return ps, ok && ps != ""
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,17 +76,14 @@ func oldestFirst(a, b *corev1.Pod) int {
 	return cmp.Compare(a.Name, b.Name)
 }
 
-// reconcileLeader keeps at most one pod labelled leader, and the leader
-// Service, in line with spec.leaderElection. It returns the leader's name.
+// reconcileLeader keeps at most one pod labelled leader in line with
+// spec.leaderElection. It returns the leader's name.
 //
 // Never two leaders: a new pod is labelled only once no pod carries the
 // label, as the apiserver (not the cache) says, and every label change is a
 // patch guarded by the pod's resourceVersion, so a pod that changed since it
 // was read is judged again on the next pass.
 func (r *Reconciler) reconcileLeader(ctx context.Context, ps *appsv1alpha1.PodSet, pods []*corev1.Pod) (string, error) {
-	if err := r.reconcileLeaderService(ctx, ps); err != nil {
-		return "", err
-	}
 	plan := planLeader(pods, ps.Spec.LeaderElection)
 	for _, p := range plan.unlabel {
 		if err := r.setRole(ctx, p, false); err != nil {
@@ -189,43 +187,75 @@ func leaderService(ps *appsv1alpha1.PodSet) *corev1.Service {
 	return svc
 }
 
+// serviceObservation is what the leader phase found at the leader Service's
+// name. Both fields are empty when election is off, or when the pass could
+// not tell (the Service is being replaced, or a create met a Service that
+// the cache did not show yet).
+type serviceObservation struct {
+	// ready: the Service is the PodSet's, and selects the leader.
+	ready bool
+	// taken is the condition's message when an object that the PodSet does
+	// not control holds the name.
+	taken string
+}
+
 // reconcileLeaderService creates, updates or deletes the leader Service. It
 // writes only when the cached Service differs from the desired one.
-func (r *Reconciler) reconcileLeaderService(ctx context.Context, ps *appsv1alpha1.PodSet) error {
+//
+// A Service of the same name that the PodSet does not control is never
+// adopted, changed or deleted: it is reported, in the LeaderServiceReady
+// condition and one Warning Event, and the pass goes on. Retrying cannot help
+// until that Service's owner acts, and the Service's own events start the
+// next pass then (see podSetsOfService).
+func (r *Reconciler) reconcileLeaderService(ctx context.Context, ps *appsv1alpha1.PodSet) (serviceObservation, error) {
 	want := leaderService(ps)
 	have := &corev1.Service{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case apierrors.IsNotFound(err):
 		if !ps.Spec.LeaderElection {
-			return nil
+			return serviceObservation{}, nil
 		}
 		if err := controllerutil.SetControllerReference(ps, want, r.Scheme()); err != nil {
-			return err
+			return serviceObservation{}, err
 		}
-		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating Service %s: %w", want.Name, err)
+		if err := r.Create(ctx, want); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// The cache is behind; the event of the Service that holds
+				// the name starts the pass that judges it.
+				return serviceObservation{}, nil
+			}
+			return serviceObservation{}, fmt.Errorf("creating Service %s: %w", want.Name, err)
 		}
-		return nil
+		return serviceObservation{ready: true}, nil
 	case err != nil:
-		return fmt.Errorf("reading Service %s: %w", want.Name, err)
+		return serviceObservation{}, fmt.Errorf("reading Service %s: %w", want.Name, err)
 	}
 	if !metav1.IsControlledBy(have, ps) {
-		return fmt.Errorf("service %s exists and is not owned by this PodSet; delete or rename it", want.Name)
+		if !ps.Spec.LeaderElection {
+			return serviceObservation{}, nil // not the PodSet's business
+		}
+		msg := serviceTakenMessage(ps, have)
+		// ps.Status is still the status this pass read: the Event goes out
+		// once, when the condition first says this.
+		if !takenReported(ps.Status.Conditions, msg) {
+			r.Recorder.Eventf(ps, have, corev1.EventTypeWarning, appsv1alpha1.ReasonServiceNameTaken, "Create", "%s", msg)
+		}
+		return serviceObservation{taken: msg}, nil
 	}
 	headless := have.Spec.ClusterIP == corev1.ClusterIPNone
 	// Turning a headless Service into one with a virtual IP, or back, is not
 	// an update the apiserver allows: replace it.
 	if !ps.Spec.LeaderElection || headless != (want.Spec.ClusterIP == corev1.ClusterIPNone) {
 		if err := r.Delete(ctx, have, client.Preconditions{UID: &have.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting Service %s: %w", want.Name, err)
+			return serviceObservation{}, fmt.Errorf("deleting Service %s: %w", want.Name, err)
 		}
-		return nil // the delete event starts the pass that creates it anew
+		return serviceObservation{}, nil // the delete event starts the pass that creates it anew
 	}
 	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
 		equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports) &&
 		have.Labels[appsv1alpha1.LabelPodSet] == ps.Name {
-		return nil
+		return serviceObservation{ready: true}, nil
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	have.Spec.Selector = want.Spec.Selector
@@ -235,7 +265,34 @@ func (r *Reconciler) reconcileLeaderService(ctx context.Context, ps *appsv1alpha
 	}
 	have.Labels[appsv1alpha1.LabelPodSet] = ps.Name
 	if err := r.Patch(ctx, have, patch); err != nil {
-		return fmt.Errorf("updating Service %s: %w", want.Name, err)
+		return serviceObservation{}, fmt.Errorf("updating Service %s: %w", want.Name, err)
 	}
-	return nil
+	return serviceObservation{ready: true}, nil
+}
+
+// serviceTakenMessage says that svc, which ps does not control, holds the
+// name of ps's leader Service: who holds it, and what to do.
+func serviceTakenMessage(ps *appsv1alpha1.PodSet, svc *corev1.Service) string {
+	holder := "has no controller"
+	if ref := metav1.GetControllerOfNoCopy(svc); ref != nil {
+		holder = fmt.Sprintf("is controlled by %s %s", ref.Kind, ref.Name)
+		if podSetControllerOf(svc) != nil && ref.Name == ps.Name {
+			// A PodSet of the same name that was deleted and created again:
+			// the garbage collector deletes the old one's Service.
+			holder = fmt.Sprintf("is controlled by an earlier PodSet %s (UID %s) that the garbage collector has yet to clean up after", ref.Name, ref.UID)
+		}
+	}
+	return fmt.Sprintf("Service %s already exists and %s, so Tend cannot publish the leader behind it and leaves it alone. "+
+		"To let Tend create its own, delete that Service or have its owner name it otherwise; or turn leader election off. "+
+		"Leader election goes on without the Service (the leader carries %s=%s)",
+		svc.Name, holder, appsv1alpha1.LabelRole, appsv1alpha1.RoleLeader)
+}
+
+// takenReported reports whether conds already say msg in a False
+// LeaderServiceReady condition, so that the Warning Event about a clash is
+// emitted when the clash is new, or its holder changed, and not on every pass.
+func takenReported(conds []metav1.Condition, msg string) bool {
+	c := meta.FindStatusCondition(conds, appsv1alpha1.ConditionLeaderServiceReady)
+	return c != nil && c.Status == metav1.ConditionFalse &&
+		c.Reason == appsv1alpha1.ReasonServiceNameTaken && c.Message == msg
 }

@@ -1,13 +1,16 @@
 package podset
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 )
@@ -117,4 +120,73 @@ func TestLeaderService(t *testing.T) {
 	g.Expect(svc.Spec.Ports).To(HaveLen(2))
 	g.Expect(svc.Spec.Ports[0].Name).To(Equal("port-53-UDP"))
 	g.Expect(svc.Spec.Ports[1].Name).To(Equal("http"))
+}
+
+func TestServiceTakenMessageAndReport(t *testing.T) {
+	ps := &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "new"}}
+	svc := func(refs ...metav1.OwnerReference) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db-leader", Namespace: "ns", OwnerReferences: refs}}
+	}
+	controller := func(apiVersion, kind, name, uid string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}
+	}
+	for _, tc := range []struct {
+		name string
+		svc  *corev1.Service
+		want string // what the message says of the Service's holder
+	}{
+		{name: "made by hand", svc: svc(), want: "Service db-leader already exists and has no controller,"},
+		{name: "owned but not controlled", want: "Service db-leader already exists and has no controller,",
+			svc: svc(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "1"})},
+		{name: "another controller's", want: "Service db-leader already exists and is controlled by Deployment proxy,",
+			svc: svc(controller("apps/v1", "Deployment", "proxy", "1"))},
+		{name: "another PodSet's", want: "is controlled by PodSet other,",
+			svc: svc(controller("apps.tend.dev/v1alpha1", "PodSet", "other", "1"))},
+		{name: "an earlier PodSet of the same name", want: "is controlled by an earlier PodSet db (UID old) that the garbage collector has yet to clean up after,",
+			svc: svc(controller("apps.tend.dev/v1alpha1", "PodSet", "db", "old"))},
+	} {
+		g := NewWithT(t)
+		msg := serviceTakenMessage(ps, tc.svc)
+		g.Expect(msg).To(ContainSubstring(tc.want), tc.name)
+		g.Expect(msg).To(ContainSubstring("delete that Service or have its owner name it otherwise; or turn leader election off"), tc.name)
+	}
+
+	g := NewWithT(t)
+	msg := serviceTakenMessage(ps, svc())
+	cond := func(status metav1.ConditionStatus, reason, message string) []metav1.Condition {
+		return []metav1.Condition{{Type: appsv1alpha1.ConditionLeaderServiceReady, Status: status, Reason: reason, Message: message}}
+	}
+	g.Expect(takenReported(nil, msg)).To(BeFalse(), "a new clash")
+	g.Expect(takenReported(cond(metav1.ConditionTrue, appsv1alpha1.ReasonServiceSelectsLeader, ""), msg)).To(BeFalse(), "a clash after a good Service")
+	g.Expect(takenReported(cond(metav1.ConditionFalse, appsv1alpha1.ReasonServiceNameTaken, msg), msg)).To(BeTrue(), "the same clash")
+	g.Expect(takenReported(cond(metav1.ConditionFalse, appsv1alpha1.ReasonServiceNameTaken,
+		serviceTakenMessage(ps, svc(controller("apps/v1", "Deployment", "proxy", "1")))), msg)).To(BeFalse(), "another holder")
+}
+
+func TestPodSetsOfService(t *testing.T) {
+	ref := func(kind, name string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: kind, Name: name, UID: "1", Controller: ptr.To(true)}}
+	}
+	for _, tc := range []struct {
+		name string
+		svc  metav1.ObjectMeta
+		want []string
+	}{
+		{name: "a PodSet's leader Service", svc: metav1.ObjectMeta{Name: "db-leader", OwnerReferences: ref("PodSet", "db")}, want: []string{"db"}},
+		{name: "another owner's Service with a leader Service's name", svc: metav1.ObjectMeta{Name: "db-leader"}, want: []string{"db"}},
+		{name: "a PodSet's Service of another name", svc: metav1.ObjectMeta{Name: "db", OwnerReferences: ref("PodSet", "web")}, want: []string{"web"}},
+		{name: "an unrelated Service", svc: metav1.ObjectMeta{Name: "db"}},
+		{name: "only the suffix", svc: metav1.ObjectMeta{Name: "-leader"}},
+	} {
+		g := NewWithT(t)
+		tc.svc.Namespace = "ns"
+		var got []string
+		for _, req := range podSetsOfService(context.Background(), &corev1.Service{ObjectMeta: tc.svc}) {
+			g.Expect(req.Namespace).To(Equal("ns"))
+			got = append(got, req.Name)
+		}
+		g.Expect(got).To(Equal(tc.want), tc.name)
+	}
+	name, ok := podSetOfLeaderService(appsv1alpha1.LeaderServiceName("web"))
+	NewWithT(t).Expect([]any{name, ok}).To(Equal([]any{"web", true}), "the inverse of LeaderServiceName")
 }

@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -431,4 +432,109 @@ func TestLeaderElection(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	g.Expect(maxLeaders).To(Equal(1), "never two pods labelled leader at once")
+}
+
+// eventsAbout lists the Events with reason whose regarding object is obj.
+func eventsAbout(g Gomega, obj client.Object, reason string) []eventsv1.Event {
+	var list eventsv1.EventList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.UID == obj.GetUID() && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestLeaderServiceNameTaken(t *testing.T) {
+	ns := env.Namespace(t)
+	g := NewWithT(t)
+	// Another controller's Service holds the leader Service's name. envtest
+	// runs no garbage collector, so its owner need not exist.
+	foreign := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-leader", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "Deployment", Name: "proxy", UID: "6b9e4c1e-0000-4000-8000-000000000001",
+			Controller: ptr.To(true),
+		}}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "proxy"}, Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	create(t, foreign)
+	ps := newPodSet(ns, "db", 2, func(s *appsv1alpha1.PodSetSpec) { s.LeaderElection = true })
+	create(t, ps)
+
+	// The PodSet says so, names the Service and its owner, and says what to do.
+	var pods []corev1.Pod
+	eventually(t, func(g Gomega) {
+		pods = livePods(g, ps)
+		g.Expect(pods).To(HaveLen(2))
+		c := meta.FindStatusCondition(getPodSet(g, ps).Status.Conditions, appsv1alpha1.ConditionLeaderServiceReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(appsv1alpha1.ReasonServiceNameTaken))
+		g.Expect(c.Message).To(And(
+			ContainSubstring("Service db-leader"), ContainSubstring("Deployment proxy"),
+			ContainSubstring("delete that Service"), ContainSubstring("turn leader election off")))
+	})
+	// The pods turn Ready: a leader is labelled all the same, and the passes
+	// that their events start report the clash again in the status only.
+	for _, p := range pods {
+		schedule(t, &p, true)
+	}
+	eventually(t, func(g Gomega) {
+		got := getPodSet(g, ps)
+		g.Expect(got.Status.Leader).NotTo(BeEmpty())
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionAvailable)).To(Equal("True/AllReplicasReady"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionLeaderServiceReady)).To(Equal("False/ServiceNameTaken"))
+	})
+	// One Warning Event about the Service, emitted once: a second one would
+	// have made the recorder write a series.
+	g.Consistently(func(g Gomega) {
+		evs := eventsAbout(g, getPodSet(g, ps), appsv1alpha1.ReasonServiceNameTaken)
+		g.Expect(evs).To(HaveLen(1))
+		g.Expect(evs[0].Type).To(Equal(corev1.EventTypeWarning))
+		g.Expect(evs[0].Related).NotTo(BeNil())
+		g.Expect(evs[0].Related.Name).To(Equal("db-leader"))
+		g.Expect(evs[0].Note).To(ContainSubstring("Deployment proxy"))
+		g.Expect(evs[0].Series).To(BeNil())
+	}).WithTimeout(3 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	// The other Service is left as it was.
+	got := &corev1.Service{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(foreign), got)).To(Succeed())
+	g.Expect(got.Spec.Selector).To(Equal(map[string]string{"app": "proxy"}))
+	g.Expect(got.OwnerReferences).To(Equal(foreign.OwnerReferences))
+
+	// Its owner lets the name go: that Service's own delete event starts
+	// the pass that creates the PodSet's Service.
+	g.Expect(env.Client.Delete(t.Context(), got)).To(Succeed())
+	eventually(t, func(g Gomega) {
+		svc := &corev1.Service{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(foreign), svc)).To(Succeed())
+		g.Expect(metav1.IsControlledBy(svc, getPodSet(g, ps))).To(BeTrue())
+		g.Expect(svc.Spec.Selector).To(HaveKeyWithValue(appsv1alpha1.LabelRole, appsv1alpha1.RoleLeader))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionLeaderServiceReady)).To(Equal("True/ServiceSelectsLeader"))
+	})
+}
+
+func TestLeaderServiceNameOfOthersIgnoredWithoutElection(t *testing.T) {
+	ns := env.Namespace(t)
+	g := NewWithT(t)
+	foreign := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-leader"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "other"}, Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	create(t, foreign)
+	ps := newPodSet(ns, "web", 1, nil)
+	create(t, ps)
+	// Without leader election the name is not the PodSet's business: the
+	// pass succeeds and reports nothing about it.
+	eventually(t, func(g Gomega) {
+		got := getPodSet(g, ps)
+		g.Expect(livePods(g, ps)).To(HaveLen(1))
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, appsv1alpha1.ConditionLeaderServiceReady)).To(BeNil())
+	})
+	got := &corev1.Service{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(foreign), got)).To(Succeed())
+	g.Expect(got.Spec.Selector).To(Equal(map[string]string{"app": "other"}))
 }

@@ -72,6 +72,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// the expiry is the backstop.
 		result.RequeueAfter = wait
 	}
+	obs.service, err = r.reconcileLeaderService(ctx, ps)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	obs.leader, err = r.reconcileLeader(ctx, ps, all)
 	if err != nil {
 		return ctrl.Result{}, err

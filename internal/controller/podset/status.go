@@ -26,6 +26,8 @@ type observation struct {
 	// cache was up to date); failed is set when a create or delete failed.
 	managed bool
 	failed  *failure
+	// service is what the leader phase found at the leader Service's name.
+	service serviceObservation
 }
 
 // selectorOf returns the label selector of ps's pods.
@@ -93,6 +95,20 @@ func calculateStatus(ps *appsv1alpha1.PodSet, obs observation) appsv1alpha1.PodS
 	case meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionReplicaFailure) == nil:
 		set(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionUnknown, appsv1alpha1.ReasonUnknown,
 			"Waiting for the cache to show the last creates and deletes")
+	}
+
+	svcName := appsv1alpha1.LeaderServiceName(ps.Name)
+	switch {
+	case !ps.Spec.LeaderElection:
+		meta.RemoveStatusCondition(&st.Conditions, appsv1alpha1.ConditionLeaderServiceReady)
+	case obs.service.taken != "":
+		set(appsv1alpha1.ConditionLeaderServiceReady, metav1.ConditionFalse, appsv1alpha1.ReasonServiceNameTaken, obs.service.taken)
+	case obs.service.ready:
+		set(appsv1alpha1.ConditionLeaderServiceReady, metav1.ConditionTrue, appsv1alpha1.ReasonServiceSelectsLeader,
+			fmt.Sprintf("Service %s selects the pod labelled %s=%s", svcName, appsv1alpha1.LabelRole, appsv1alpha1.RoleLeader))
+	case meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionLeaderServiceReady) == nil:
+		set(appsv1alpha1.ConditionLeaderServiceReady, metav1.ConditionUnknown, appsv1alpha1.ReasonUnknown,
+			fmt.Sprintf("Waiting for the Service %s", svcName))
 	}
 	return st
 }

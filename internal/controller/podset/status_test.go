@@ -56,18 +56,30 @@ func TestCalculateStatus(t *testing.T) {
 		},
 		{
 			name: "ready but no leader yet", replicas: 1, leader: true,
-			obs:  observation{active: []*corev1.Pod{ready("a")}, managed: true},
-			want: conds{"Available": "False/NoLeader", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+			obs: observation{active: []*corev1.Pod{ready("a")}, managed: true,
+				service: serviceObservation{ready: true}},
+			want: conds{"Available": "False/NoLeader", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",
+				"LeaderServiceReady": "True/ServiceSelectsLeader"},
 		},
 		{
 			name: "ready with a leader", replicas: 1, leader: true,
-			obs:  observation{active: []*corev1.Pod{ready("a")}, managed: true, leader: "a"},
-			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+			obs: observation{active: []*corev1.Pod{ready("a")}, managed: true, leader: "a",
+				service: serviceObservation{ready: true}},
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",
+				"LeaderServiceReady": "True/ServiceSelectsLeader"},
 		},
 		{
-			name: "zero replicas", replicas: 0, leader: true,
-			obs:  observation{managed: true},
-			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+			name: "a leader, and another owner's Service holds the leader Service's name", replicas: 1, leader: true,
+			obs: observation{active: []*corev1.Pod{ready("a")}, managed: true, leader: "a",
+				service: serviceObservation{taken: "Service web-leader already exists and has no controller"}},
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",
+				"LeaderServiceReady": "False/ServiceNameTaken"},
+		},
+		{
+			name: "zero replicas, the Service not seen yet", replicas: 0, leader: true,
+			obs: observation{managed: true},
+			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",
+				"LeaderServiceReady": "Unknown/Unknown"},
 		},
 	} {
 		g := NewWithT(t)
@@ -106,4 +118,33 @@ func TestCalculateStatusSortsNamesAndKeepsTransitionTimes(t *testing.T) {
 	}
 	again := calculateStatus(ps, obs)
 	g.Expect(meta.FindStatusCondition(again.Conditions, appsv1alpha1.ConditionAvailable).LastTransitionTime).To(Equal(then))
+}
+
+func TestCalculateStatusLeaderService(t *testing.T) {
+	g := NewWithT(t)
+	ps := &appsv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1},
+		Spec:       appsv1alpha1.PodSetSpec{Replicas: new(int32), LeaderElection: true},
+	}
+	leaderService := func() *metav1.Condition {
+		return meta.FindStatusCondition(ps.Status.Conditions, appsv1alpha1.ConditionLeaderServiceReady)
+	}
+
+	const taken = "Service web-leader already exists and is controlled by Deployment proxy"
+	ps.Status = calculateStatus(ps, observation{managed: true, service: serviceObservation{taken: taken}})
+	g.Expect(leaderService().Message).To(Equal(taken))
+
+	// A pass that could not tell (it failed before the leader phase, or is
+	// replacing the Service) keeps what the last one found.
+	ps.Status = calculateStatus(ps, observation{})
+	g.Expect(leaderService().Reason).To(Equal(appsv1alpha1.ReasonServiceNameTaken))
+
+	ps.Status = calculateStatus(ps, observation{managed: true, service: serviceObservation{ready: true}})
+	g.Expect(leaderService().Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(leaderService().Message).To(Equal("Service web-leader selects the pod labelled tend.dev/role=leader"))
+
+	// Election off: the condition goes, whatever holds the name.
+	ps.Spec.LeaderElection = false
+	ps.Status = calculateStatus(ps, observation{managed: true, service: serviceObservation{taken: taken}})
+	g.Expect(leaderService()).To(BeNil())
 }

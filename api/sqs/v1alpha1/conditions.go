@@ -38,6 +38,11 @@ const (
 	// ReasonQueueExists: a queue of this name exists that Tend did not create,
 	// and adoption is None.
 	ReasonQueueExists = "QueueExists"
+	// ReasonOwnedByAnotherQueue, on both conditions: the queue of this name
+	// carries the owner tag of another Queue (another namespace, or another
+	// name in this one). Tend never adopts, changes or deletes it for this
+	// Queue, whatever spec.adoption says; the message names the owner.
+	ReasonOwnedByAnotherQueue = "OwnedByAnotherQueue"
 	// ReasonQueueDeletedRecently: SQS refuses to re-create a name for 60
 	// seconds after a delete; Tend waits.
 	ReasonQueueDeletedRecently = "QueueDeletedRecently"

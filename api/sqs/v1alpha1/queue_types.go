@@ -96,9 +96,10 @@ type QueueSpec struct {
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
 	// Adoption says what to do when a queue of this name already exists in
-	// SQS and Tend did not create it: None (the default) refuses to touch it,
-	// Adopt manages it and never creates one, AdoptOrCreate manages it or
-	// creates it when there is none.
+	// SQS and no Queue owns it (it has no tend.dev/queue tag): None (the
+	// default) refuses to touch it, Adopt manages it and never creates one,
+	// AdoptOrCreate manages it or creates it when there is none. A queue
+	// whose tend.dev/queue tag names another Queue is never adopted.
 	// +optional
 	// +kubebuilder:default=None
 	Adoption Adoption `json:"adoption,omitempty"`

@@ -26,7 +26,8 @@ const (
 )
 
 // ownerTag marks a queue as managed by one Queue, "<namespace>/<name>", so
-// that a pass that lost its status write still knows the queue is its own.
+// that a pass that lost its status write still knows the queue is its own,
+// and so that no other Queue adopts, changes or deletes it (otherOwner).
 const ownerTag = "tend.dev/queue"
 
 // desiredAttributes returns the SQS attributes that the spec declares, with

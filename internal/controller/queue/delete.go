@@ -43,16 +43,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, q *sqsv1alpha1.Queue) 
 	case q.Status.QueueURL == "":
 		// Never created or adopted: nothing to delete.
 	default:
-		callCtx, cancel := context.WithTimeout(ctx, r.Timeout)
-		defer cancel()
-		api, err := r.Connector.Client(callCtx, q)
-		if err == nil {
-			_, err = api.DeleteQueue(callCtx, &sqs.DeleteQueueInput{QueueUrl: &q.Status.QueueURL})
+		if err := r.deleteQueue(ctx, q); err != nil {
+			return r.fail(q, err)
 		}
-		if err != nil && tendaws.Classify(err) != tendaws.NotFound {
-			return r.fail(q, fmt.Errorf("deleting the queue: %w", err))
-		}
-		r.event(q, corev1.EventTypeNormal, "Deleted", "Delete", "Deleted the SQS queue "+q.Status.QueueURL)
 	}
 	patch := client.MergeFromWithOptions(q.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(q, sqsv1alpha1.Finalizer)
@@ -61,4 +54,35 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, q *sqsv1alpha1.Queue) 
 	}
 	released = true
 	return ctrl.Result{}, nil
+}
+
+// deleteQueue deletes the queue that status records, unless its owner tag
+// names another Queue: that one is left as it is, and the deletion goes on
+// without it. A queue that is gone already is deleted.
+func (r *Reconciler) deleteQueue(ctx context.Context, q *sqsv1alpha1.Queue) error {
+	callCtx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	api, err := r.Connector.Client(callCtx, q)
+	if err != nil {
+		return fmt.Errorf("deleting the queue: %w", err)
+	}
+	url := q.Status.QueueURL
+	// The check and the delete take their tokens together, so that a
+	// deletion never stops between them for want of a token.
+	callCtx = tendaws.WithCallGroup(callCtx, 2)
+	tags, err := api.ListQueueTags(callCtx, &sqs.ListQueueTagsInput{QueueUrl: &url})
+	if err == nil {
+		if owner := otherOwner(q, tags.Tags); owner != "" {
+			r.event(q, corev1.EventTypeWarning, sqsv1alpha1.ReasonOwnedByAnotherQueue, "Delete", fmt.Sprintf(
+				"Left the SQS queue %s in place: its %s tag names the Queue %s, and Tend never deletes another Queue's queue",
+				url, ownerTag, owner))
+			return nil
+		}
+		_, err = api.DeleteQueue(callCtx, &sqs.DeleteQueueInput{QueueUrl: &url})
+	}
+	if err != nil && tendaws.Classify(err) != tendaws.NotFound {
+		return fmt.Errorf("deleting the queue: %w", err)
+	}
+	r.event(q, corev1.EventTypeNormal, "Deleted", "Delete", "Deleted the SQS queue "+url)
+	return nil
 }

@@ -76,12 +76,23 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, q *sqsv1alpha1.Queue) 
 			"No SQS queue named %s exists, and adoption Adopt never creates one: create it, or set spec.adoption to AdoptOrCreate", q.SQSName()))
 		return r.done(q), nil
 	case planRefuse:
-		msg := fmt.Sprintf("An SQS queue named %s exists that Tend did not create (owner tag %q): set spec.adoption to Adopt or AdoptOrCreate to manage it, or choose another spec.queueName",
-			q.SQSName(), obs.tags[ownerTag])
+		msg := fmt.Sprintf("An SQS queue named %s exists that no Queue owns (it has no %s tag): set spec.adoption to Adopt or AdoptOrCreate to manage it, or choose another spec.queueName",
+			q.SQSName(), ownerTag)
 		setSynced(q, metav1.ConditionFalse, sqsv1alpha1.ReasonQueueExists, msg)
 		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonQueueExists, msg)
 		r.event(q, corev1.EventTypeWarning, sqsv1alpha1.ReasonQueueExists, "Adopt", msg)
 		return ctrl.Result{}, nil // only a spec change can help
+	case planOwnedByAnother:
+		// Whatever status recorded is not this Queue's queue.
+		q.Status.QueueURL, q.Status.QueueARN = "", ""
+		msg := ownedByAnotherMessage(q, otherOwner(q, obs.tags))
+		if prev := findCondition(q, sqsv1alpha1.ConditionSynced); prev == nil || prev.Message != msg {
+			r.event(q, corev1.EventTypeWarning, sqsv1alpha1.ReasonOwnedByAnotherQueue, "Adopt", msg)
+		}
+		setSynced(q, metav1.ConditionFalse, sqsv1alpha1.ReasonOwnedByAnotherQueue, msg)
+		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonOwnedByAnotherQueue, msg)
+		// Polls go on: the queue may go, or change hands.
+		return r.done(q), nil
 	case planCreate:
 		if err := r.create(callCtx, api, q, dlqARN); err != nil {
 			return r.fail(q, err)

@@ -13,6 +13,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,4 +194,17 @@ func createConnectionSecret(g Gomega, ns, name, endpoint string) {
 		keyAccessKeyID: "test", keySecretAccessKey: "test", keyEndpointSQS: endpoint,
 	}}
 	g.Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
+}
+
+// eventReasons lists the reasons of the Events about obj.
+func eventReasons(g Gomega, obj client.Object) []string {
+	var list eventsv1.EventList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == obj.GetName() && e.Regarding.UID == obj.GetUID() {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
 }

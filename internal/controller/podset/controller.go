@@ -81,7 +81,7 @@ type Reconciler struct {
 	client.Client
 	// APIReader reads from the apiserver, bypassing the cache, where a stale
 	// answer would be unsafe: before adopting pods and before labelling a
-	// new leader.
+	// new leader; or noisy: before repeating a Warning Event.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	// Clock times the expectations. Nil means the real clock.

@@ -236,9 +236,11 @@ func (r *Reconciler) reconcileLeaderService(ctx context.Context, ps *appsv1alpha
 			return serviceObservation{}, nil // not the PodSet's business
 		}
 		msg := serviceTakenMessage(ps, have)
-		// ps.Status is still the status this pass read: the Event goes out
-		// once, when the condition first says this.
-		if !takenReported(ps.Status.Conditions, msg) {
+		reported, err := r.takenReported(ctx, ps, msg)
+		if err != nil {
+			return serviceObservation{}, err
+		}
+		if !reported {
 			r.Recorder.Eventf(ps, have, corev1.EventTypeWarning, appsv1alpha1.ReasonServiceNameTaken, "Create", "%s", msg)
 		}
 		return serviceObservation{taken: msg}, nil
@@ -288,10 +290,30 @@ func serviceTakenMessage(ps *appsv1alpha1.PodSet, svc *corev1.Service) string {
 		svc.Name, holder, appsv1alpha1.LabelRole, appsv1alpha1.RoleLeader)
 }
 
-// takenReported reports whether conds already say msg in a False
-// LeaderServiceReady condition, so that the Warning Event about a clash is
-// emitted when the clash is new, or its holder changed, and not on every pass.
-func takenReported(conds []metav1.Condition, msg string) bool {
+// takenReported reports whether ps's status already says msg, so that the
+// Warning Event about a clash goes out when the clash is new, or its holder
+// changed, and not on every pass. ps.Status is the status this pass read.
+// The cache often lags the last pass's status write, and the pod events of
+// that pass's creates start the next pass at once; so before saying no it
+// asks the apiserver, which has that write (passes for one PodSet never
+// overlap).
+func (r *Reconciler) takenReported(ctx context.Context, ps *appsv1alpha1.PodSet, msg string) (bool, error) {
+	if conditionSays(ps.Status.Conditions, msg) {
+		return true, nil
+	}
+	fresh := &appsv1alpha1.PodSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ps), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil // gone: nobody to tell
+		}
+		return false, fmt.Errorf("reading the PodSet's status: %w", err)
+	}
+	return fresh.UID == ps.UID && conditionSays(fresh.Status.Conditions, msg), nil
+}
+
+// conditionSays reports whether conds hold a False LeaderServiceReady
+// condition with the reason ServiceNameTaken and the message msg.
+func conditionSays(conds []metav1.Condition, msg string) bool {
 	c := meta.FindStatusCondition(conds, appsv1alpha1.ConditionLeaderServiceReady)
 	return c != nil && c.Status == metav1.ConditionFalse &&
 		c.Reason == appsv1alpha1.ReasonServiceNameTaken && c.Message == msg

@@ -156,10 +156,10 @@ func TestServiceTakenMessageAndReport(t *testing.T) {
 	cond := func(status metav1.ConditionStatus, reason, message string) []metav1.Condition {
 		return []metav1.Condition{{Type: appsv1alpha1.ConditionLeaderServiceReady, Status: status, Reason: reason, Message: message}}
 	}
-	g.Expect(takenReported(nil, msg)).To(BeFalse(), "a new clash")
-	g.Expect(takenReported(cond(metav1.ConditionTrue, appsv1alpha1.ReasonServiceSelectsLeader, ""), msg)).To(BeFalse(), "a clash after a good Service")
-	g.Expect(takenReported(cond(metav1.ConditionFalse, appsv1alpha1.ReasonServiceNameTaken, msg), msg)).To(BeTrue(), "the same clash")
-	g.Expect(takenReported(cond(metav1.ConditionFalse, appsv1alpha1.ReasonServiceNameTaken,
+	g.Expect(conditionSays(nil, msg)).To(BeFalse(), "a new clash")
+	g.Expect(conditionSays(cond(metav1.ConditionTrue, appsv1alpha1.ReasonServiceSelectsLeader, ""), msg)).To(BeFalse(), "a clash after a good Service")
+	g.Expect(conditionSays(cond(metav1.ConditionFalse, appsv1alpha1.ReasonServiceNameTaken, msg), msg)).To(BeTrue(), "the same clash")
+	g.Expect(conditionSays(cond(metav1.ConditionFalse, appsv1alpha1.ReasonServiceNameTaken,
 		serviceTakenMessage(ps, svc(controller("apps/v1", "Deployment", "proxy", "1")))), msg)).To(BeFalse(), "another holder")
 }
 

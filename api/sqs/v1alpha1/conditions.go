@@ -52,6 +52,11 @@ const (
 	// ReasonConnectionError: the connection settings could not be used (for
 	// example the Secret is missing a key).
 	ReasonConnectionError = "ConnectionError"
+	// ReasonEndpointNotAllowed: the connection Secret sets an endpoint
+	// (AWS_ENDPOINT_URL_SQS) that the manager's --sqs-allowed-endpoints does
+	// not allow. Tend sends nothing to it; a cluster admin can allow it, or
+	// the Secret can drop it.
+	ReasonEndpointNotAllowed = "EndpointNotAllowed"
 	// ReasonThrottled: SQS asked to slow down; Tend retries when it says.
 	// (Tend's own limiter never sets a condition: a local wait is no fault.)
 	ReasonThrottled = "Throttled"

@@ -152,7 +152,8 @@ type Connection struct {
 	// AWS_SESSION_TOKEN, AWS_REGION and AWS_ENDPOINT_URL_SQS. The endpoint is
 	// honoured only together with credentials from the same Secret, so that
 	// the manager's own credentials never sign requests to an endpoint that a
-	// namespace chose.
+	// namespace chose, and only when the manager's --sqs-allowed-endpoints
+	// allows it; otherwise the Queue is refused with EndpointNotAllowed.
 	// +optional
 	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
 }

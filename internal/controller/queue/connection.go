@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strconv"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -31,6 +33,9 @@ type Connector struct {
 	Reader client.Reader
 	// Default is the manager's own connection (flags, then the SDK's chain).
 	Default tendaws.Connection
+	// AllowedEndpoints are the endpoints that a connection Secret may set;
+	// the zero list allows none.
+	AllowedEndpoints EndpointAllowList
 
 	mu       sync.Mutex
 	byRegion map[string]*sqs.Client // the manager's connection, per region
@@ -49,6 +54,30 @@ type connectionError struct{ err error }
 func (e *connectionError) Error() string { return e.err.Error() }
 func (e *connectionError) Unwrap() error { return e.err }
 
+// endpointNotAllowedError says that a connection Secret names an endpoint
+// that --sqs-allowed-endpoints does not allow. Nothing was sent to it.
+type endpointNotAllowedError struct {
+	secret   string
+	endpoint string // as the message may show it: without user info
+}
+
+func (e *endpointNotAllowedError) Error() string {
+	return fmt.Sprintf("the connection Secret %s sets %s to %s, which the manager does not allow, so Tend sent nothing there: "+
+		"a cluster admin can add it to the manager's --sqs-allowed-endpoints flag, or remove %s from the Secret to use the manager's own endpoint",
+		e.secret, keyEndpointSQS, e.endpoint, keyEndpointSQS)
+}
+
+// shownEndpoint is an endpoint as a status message may show it: a URL
+// without its user info, or nothing of a value that is not a URL.
+func shownEndpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "a value that is not a URL"
+	}
+	u.User = nil
+	return strconv.Quote(u.String())
+}
+
 // Client returns the SQS client for q.
 func (c *Connector) Client(ctx context.Context, q *sqsv1alpha1.Queue) (*sqs.Client, error) {
 	conn := q.Spec.Connection
@@ -59,6 +88,11 @@ func (c *Connector) Client(ctx context.Context, q *sqsv1alpha1.Queue) (*sqs.Clie
 	key := client.ObjectKey{Namespace: q.Namespace, Name: conn.SecretRef.Name}
 	if err := c.Reader.Get(ctx, key, secret); err != nil {
 		return nil, &connectionError{fmt.Errorf("reading the connection Secret %s: %w", key.Name, err)}
+	}
+	// Checked on every pass, before the cache: no client is ever built for
+	// an endpoint that the list does not allow.
+	if v := string(secret.Data[keyEndpointSQS]); v != "" && !c.AllowedEndpoints.Allows(v) {
+		return nil, &endpointNotAllowedError{secret: key.Name, endpoint: shownEndpoint(v)}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,10 @@ type Options struct {
 	Workers int
 	// Timeout bounds one pass, all of its SQS calls included.
 	Timeout time.Duration
+	// AllowedEndpoints are the endpoints that a Queue's connection Secret
+	// may set (see EndpointAllowList for the rule). Empty refuses them all;
+	// the manager's own endpoint is not subject to it.
+	AllowedEndpoints []string
 }
 
 // DefaultOptions returns the settings used when no flag is given.
@@ -68,6 +73,30 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Burst, "sqs-burst", o.Burst, "Burst of SQS calls per endpoint.")
 	fs.IntVar(&o.Workers, "queue-workers", o.Workers, "Queues reconciled at once.")
 	fs.DurationVar(&o.Timeout, "sqs-timeout", o.Timeout, "Time limit of one Queue reconcile, its SQS calls included.")
+	fs.Func("sqs-allowed-endpoints",
+		"Comma-separated SQS endpoints that a Queue's connection Secret may set in AWS_ENDPOINT_URL_SQS, each "+
+			"http(s)://HOST[:PORT][/PATH]; may be repeated. An endpoint is allowed when an entry has its scheme, its host "+
+			"(exact, ignoring case), its port (omitted: the scheme's default; *: any), and a path equal to its path "+
+			"or a prefix of it ending at a /. Empty (the default) refuses every per-Queue endpoint; the manager's own "+
+			"endpoint (--sqs-endpoint, or the SDK's chain) is not affected.",
+		func(v string) error {
+			entries := splitList(v)
+			if _, err := ParseEndpointAllowList(entries); err != nil {
+				return err
+			}
+			o.AllowedEndpoints = append(o.AllowedEndpoints, entries...)
+			return nil
+		})
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Controller returns the queue controller for the manager's registry. opts
@@ -78,10 +107,14 @@ func Controller(opts *Options) manager.Controller {
 		if err != nil {
 			return err
 		}
+		allowed, err := ParseEndpointAllowList(opts.AllowedEndpoints)
+		if err != nil {
+			return err
+		}
 		r := &Reconciler{
 			Client:   mgr.GetClient(),
 			Recorder: mgr.GetEventRecorder("tend-queue"),
-			Connector: &Connector{Reader: mgr.GetClient(), Default: tendaws.Connection{
+			Connector: &Connector{Reader: mgr.GetClient(), AllowedEndpoints: allowed, Default: tendaws.Connection{
 				Region: opts.Region, EndpointURL: opts.EndpointURL, Limiters: limiters,
 			}},
 			Timeout: opts.Timeout,

@@ -15,6 +15,7 @@
 // its attributes and tags back in line, publish.go writes the ConfigMap,
 // delete.go deletes or retains it, status.go turns outcomes and errors into
 // conditions and writes the status once per pass, and connection.go hands
-// out the SQS clients. The package must not keep state between passes beyond
-// caches that can be rebuilt.
+// out the SQS clients, never one for an endpoint that the operator's
+// allow-list (endpoints.go) does not allow. The package must not keep state
+// between passes beyond caches that can be rebuilt.
 package queue

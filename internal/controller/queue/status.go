@@ -96,6 +96,8 @@ func (r *Reconciler) fail(q *sqsv1alpha1.Queue, err error) (ctrl.Result, error) 
 	var connErr *connectionError
 	class := tendaws.Classify(err)
 	switch {
+	case isA[*endpointNotAllowedError](err):
+		reason, class = sqsv1alpha1.ReasonEndpointNotAllowed, tendaws.Terminal
 	case errors.As(err, &connErr):
 		reason, class = sqsv1alpha1.ReasonConnectionError, tendaws.Terminal
 	case isA[*sqstypes.QueueDeletedRecently](err):

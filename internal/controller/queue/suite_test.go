@@ -38,6 +38,9 @@ var (
 	sqsAPI *sqs.Client
 )
 
+// testAllowedEndpoints is the manager's --sqs-allowed-endpoints here.
+const testAllowedEndpoints = "http://127.0.0.1:*"
+
 // testPoll stands in for every poll interval, so that drift repair shows
 // within seconds; the jitter itself is tested on its own.
 const testPoll = time.Second
@@ -88,12 +91,19 @@ func runManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Connection Secrets may send a Queue's calls to moto and to the tests'
+	// fault proxies, all on 127.0.0.1; nowhere else.
+	allowed, err := ParseEndpointAllowList([]string{testAllowedEndpoints})
+	if err != nil {
+		return err
+	}
 	controller := manager.Controller{Name: Name, Setup: func(mgr ctrl.Manager) error {
 		r := &Reconciler{
-			Client:    mgr.GetClient(),
-			Recorder:  mgr.GetEventRecorder("tend-queue"),
-			Connector: &Connector{Reader: mgr.GetClient(), Default: tendaws.Connection{Limiters: ctrlLimiters}},
-			Jitter:    func(time.Duration) time.Duration { return testPoll },
+			Client:   mgr.GetClient(),
+			Recorder: mgr.GetEventRecorder("tend-queue"),
+			Connector: &Connector{Reader: mgr.GetClient(), AllowedEndpoints: allowed,
+				Default: tendaws.Connection{Limiters: ctrlLimiters}},
+			Jitter: func(time.Duration) time.Duration { return testPoll },
 			// Short, so that a hanging upstream fails a pass within seconds.
 			Timeout: 3 * time.Second,
 		}

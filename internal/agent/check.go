@@ -23,10 +23,9 @@ import (
 )
 
 // ErrDiverged: the members' key-value stores differ at one revision, with
-// the same compaction: their histories diverged, and no retry mends that.
-// Check's error also wraps etcd's ErrCorrupt, the error of etcd's own
-// corruption check, which finds the same thing: etcd.Classify, and so
-// Terminal, calls it Terminal.
+// the same compaction: their histories diverged, and no retry mends that
+// (Terminal). Check's error also wraps etcd's ErrCorrupt, the error of
+// etcd's own corruption check, which finds the same thing.
 var ErrDiverged = errors.New("the members' key-value stores diverged")
 
 // CheckOptions are what a check of a rolled cluster needs.

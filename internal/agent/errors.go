@@ -38,7 +38,7 @@ func Terminal(err error) bool {
 	if err == nil {
 		return false
 	}
-	for _, kind := range []error{ErrInvalid, ErrRefused, ErrNotFound, ErrChecksum, ErrCorrupt, ErrMismatch} {
+	for _, kind := range []error{ErrInvalid, ErrRefused, ErrNotFound, ErrChecksum, ErrCorrupt, ErrMismatch, ErrDiverged} {
 		if errors.Is(err, kind) {
 			return true
 		}

@@ -149,8 +149,11 @@ type rollObservation struct {
 // short anywhere is picked up by the next.
 func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, views []memberView, data memberData) error {
 	c := s.cluster
-	rev := memberRevision(s.template())
-	members, outdated, unmarked := rollMembersOf(c, views, data.pods, rev)
+	// The pods are compared with the template they would get now (held at
+	// the running version while a minor upgrade waits); the roll is
+	// recorded with the revision the spec asks for.
+	members, outdated, unmarked := rollMembersOf(c, views, data.pods, memberRevision(s.template()))
+	rev := memberRevision(c)
 	u := c.Status.Update.DeepCopy()
 	obs := &rollObservation{update: u}
 	s.obs.roll = obs
@@ -191,6 +194,9 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 	}
 
 	if s.upgrade.minor {
+		u.Backup = upgradeBackupName(c)
+	}
+	if s.upgrade.hold() {
 		return r.reconcileUpgradeBackup(ctx, s, u, obs)
 	}
 
@@ -233,7 +239,9 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		u.Member, u.MemberSince = action.member.Name, &metav1.Time{Time: s.now}
 		r.event(c, corev1.EventTypeNormal, "MemberRestarted", "RestartMember", "%s to run revision %s", action.message, rev)
 	case rollMoveLeader:
-		if err := cli.MoveLeader(ctx, action.to); err != nil {
+		moveCtx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		defer cancel()
+		if err := cli.MoveLeader(moveCtx, action.to); err != nil {
 			return fmt.Errorf("%s: %w", action.message, err)
 		}
 		u.LeaderMoves++
@@ -260,8 +268,7 @@ func stalledBefore(c *etcdv1alpha1.EtcdCluster) bool {
 func (r *Reconciler) reconcileUpgradeBackup(ctx context.Context, s *scope, u *etcdv1alpha1.UpdateStatus, obs *rollObservation) error {
 	c := s.cluster
 	up := s.upgrade
-	name := upgradeBackupName(c)
-	u.Backup = name
+	name := u.Backup
 	switch {
 	case up.backup == nil:
 		if c.Spec.Backup == nil {

@@ -167,4 +167,99 @@
 // After -args: -b9.sizes, -b9.samples, -b9.restore, -b9.restore-members,
 // -b9.timeout. Its pure parts (distributions, ratios, the tables, the log
 // timings) are tested without the tag.
+//
+// # B10: an upgrade under a writer
+//
+// BenchmarkB10 (b10_*.go) measures a 3-member upgrade from the previous
+// etcd minor version to the current one (hack/cluster/settings.sh:
+// ETCD_UPGRADE_FROM_VERSION → ETCD_VERSION, v3.5.35 → v3.6.16) under a
+// steady writer (issue 6, B10), in one run, for two variants:
+//
+//   - tend: an EtcdCluster of 3 members (deletionPolicy Delete, the rest
+//     the defaults) whose spec.version is patched. Tend takes its verified
+//     pre-upgrade EtcdBackup, then restarts the members one at a time,
+//     followers first, the leader last after one MoveLeader, then runs its
+//     check Job and clears status.update;
+//   - anchor: the design that etcd-io/etcd-operator and etcd-druid roll
+//     with, made by the benchmark itself with no Tend involved: a
+//     StatefulSet of 3 members with updateStrategy RollingUpdate (pods
+//     started in parallel, as a new etcd cluster needs) and a headless
+//     Service with publishNotReadyAddresses, whose template's image is
+//     moved to the new version. The StatefulSet controller rolls it,
+//     highest ordinal first, each pod once the one before is Ready, with
+//     no regard for the leader. Its members run etcd as Tend's do
+//     (internal/controller/etcdcluster/builders.go, copied setting by
+//     setting): the same environment, etcd's default heartbeat and election
+//     timeout, TLS with client and peer certificates (certificates the
+//     benchmark issues; -b10.anchor-tls=false for plain http), the
+//     readiness probe on /readyz of the metrics port, the grace period,
+//     security contexts and a 1Gi volume of the default StorageClass.
+//
+// Each sample has a namespace and a cluster of its own, deleted (and
+// waited for) afterwards; -b10.samples rounds (3) each run every variant
+// once, in an order that rotates from round to round. Once the cluster is
+// healthy, a writer on this machine puts a new key every
+// -b10.write-interval (50ms), one call at a time, each with a
+// -b10.write-timeout (2s) timeout; a call that fails is counted and the
+// writer goes on with the next key. Its client, like kube-apiserver's,
+// names every member's client URL (<member>.b10-peer.<ns>.svc.cluster.local,
+// which the members' certificates name) and dials each at the IP of its
+// live pod now, as an informer on the pods gives it (this machine cannot
+// resolve cluster names, and routes pod IPs); gRPC waits at most a second
+// between its tries to reach a member. A poll reads every member's status
+// (raft term, leader, version) every 500ms for the timeline. Per sample:
+//
+//   - roll, s: from the first restart (the first member pod seen going,
+//     by the informer's receipt; for tend, also its first MemberRestarted
+//     Event, whichever came first) to the first moment every member's pod
+//     runs the new image and is Ready; then every member must answer on
+//     the new version with one leader;
+//   - elections: the highest raft term any member reported after the roll
+//     less the highest reported before the first restart. Every election,
+//     and every MoveLeader (as etcd's leader transfer on a graceful stop),
+//     adds one;
+//   - longest write gap, ms: the longest time between two consecutive
+//     acknowledged writes during the roll (from the last before the first
+//     restart to the first after the end);
+//   - failed writes: calls that returned an error, over the writer's whole
+//     run (for tend, its backup and check Job too); lost writes:
+//     acknowledged writes that a linearizable read of every key does not
+//     find with their value at the end (must be 0: the benchmark fails
+//     otherwise); acked writes;
+//   - member restart, s: each member's old pod going → its new pod Ready,
+//     the sample's median;
+//   - for tend, backup wait, s: the spec's patch → the first restart (the
+//     pre-upgrade EtcdBackup, excluded from the roll), and → UpdateComplete,
+//     s: the first restart → status.update cleared with currentVersion the
+//     new version (after the check Job).
+//
+// The table (Markdown, to standard output and the benchmark's log) has a
+// row per sample and each variant's least, median and greatest, with the
+// issue's goals in its header and each sample's verdict: one election; a
+// longest write gap no longer than the members' election timeout (1000 ms
+// by default) plus one restart, the anchor's median member restart as
+// measured in the same run (tend's when the anchor did not run); no lost
+// writes. b.ReportMetric gets each variant's medians (tend_roll_s,
+// tend_backup_s, tend_complete_s, tend_elections, tend_gap_ms,
+// tend_failed_writes, tend_lost_writes, and anchor_...). On standard error
+// go each sample's timeline (pods, terms and leaders, runs of failed
+// writes, and tend's statuses and Events, as seconds after the patch)
+// and, when the longest gap passed twice the election timeout, what the
+// members that run at the end logged about raft and their peers around
+// it.
+//
+// B10 never fails on time. It fails on real errors: a member that crashes,
+// a roll not done within -b10.timeout (10m), Tend's Degraded reasons
+// UpgradeBlocked, UpdateStalled or UpdateCheckFailed, members that do not
+// agree on a leader on the new version, lost writes. Its samples are taken
+// once per run: -benchtime does not change their number; -b10.samples
+// does. Run it alone with:
+//
+//	go test -tags e2e ./test/bench/etcd -run '^$' -bench B10 -benchtime 1x -timeout 60m
+//
+// After -args: -b10.samples, -b10.variants (tend,anchor; one of them to
+// run it alone), -b10.timeout, -b10.write-interval, -b10.write-timeout,
+// -b10.anchor-tls, -b10.timeline. Its pure parts (the gap, the terms, the
+// pods' moments, the anchor's objects and certificates, the table) are
+// tested without the tag.
 package etcd

@@ -220,8 +220,16 @@ func TestInitJob(t *testing.T) {
 			}
 			if tc.auth {
 				login := pod.InitContainers[1]
-				g.Expect(login.Command).To(ContainElement("--password=$(ROOT_PASSWORD)"))
-				g.Expect(login.Env[len(login.Env)-1].ValueFrom.SecretKeyRef.Name).To(Equal("main-root"))
+				for _, arg := range login.Command {
+					g.Expect(arg).NotTo(ContainSubstring("password"), "the password stays out of the command line")
+				}
+				env := map[string]corev1.EnvVar{}
+				for _, e := range login.Env {
+					env[e.Name] = e
+				}
+				g.Expect(env["ETCDCTL_USER"].Value).To(Equal("root"))
+				g.Expect(env["ETCDCTL_PASSWORD"].ValueFrom.SecretKeyRef.Name).To(Equal("main-root"))
+				g.Expect(env["ETCDCTL_PASSWORD"].ValueFrom.SecretKeyRef.Key).To(Equal(rootPasswordKey))
 			}
 		})
 	}

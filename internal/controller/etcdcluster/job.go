@@ -46,8 +46,11 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 	}
 	steps := []corev1.Container{step("health", "endpoint", "health")}
 	if c.Spec.Auth.Enabled {
-		root := step("root-login", "--user=root", "--password=$(ROOT_PASSWORD)", "auth", "status")
-		root.Env = append(root.Env, corev1.EnvVar{Name: "ROOT_PASSWORD", ValueFrom: &corev1.EnvVarSource{
+		// etcdctl reads --user and --password from ETCDCTL_USER and
+		// ETCDCTL_PASSWORD: the password stays out of the pod's command
+		// line, which the node's process list shows.
+		root := step("root-login", "auth", "status")
+		root.Env = append(root.Env, corev1.EnvVar{Name: "ETCDCTL_USER", Value: "root"}, corev1.EnvVar{Name: "ETCDCTL_PASSWORD", ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: RootSecretName(c)}, Key: rootPasswordKey},
 		}})
 		steps = append(steps, root)

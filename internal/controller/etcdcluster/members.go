@@ -73,6 +73,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 		s.requeueAfter(requeueUnreachable)
 		return nil
 	}
+	data.formed = s.obs.jobCreated
 	views := markDataLoss(viewsOf(c, statuses, s.now), c.Status.Members, data)
 	s.obs.members = views
 	all, sts := split(views)
@@ -191,8 +192,11 @@ func (r *Reconciler) takeStep(ctx context.Context, s *scope, cli Members, next s
 		if err = cli.Remove(ctx, m.ID); err != nil {
 			break
 		}
-		r.event(c, corev1.EventTypeWarning, "ReplacingMember", "RemoveMember", "Removed member %s (%s), unhealthy since %s; adding it anew with empty data",
-			m.Name, m.ID, m.UnhealthySince.UTC().Format(time.RFC3339))
+		why := "unhealthy since " + m.UnhealthySince.UTC().Format(time.RFC3339)
+		if m.DataLost {
+			why = "which lost its data"
+		}
+		r.event(c, corev1.EventTypeWarning, "ReplacingMember", "RemoveMember", "Removed member %s (%s), %s; adding it anew with empty data", m.Name, m.ID, why)
 		views = removeView(views, m.ID)
 		views, err = r.addLearner(ctx, s, cli, m.Ordinal, views)
 	}

@@ -181,6 +181,7 @@ func (r *Reconciler) observeInitJob(ctx context.Context, s *scope) error {
 		return fmt.Errorf("reading Job %s: %w", initJobName(c), err)
 	}
 	s.obs.job, s.obs.jobMessage = jobStateOf(job)
+	s.obs.jobCreated = job.CreationTimestamp.Time
 	return nil
 }
 

@@ -29,6 +29,8 @@ type memberView struct {
 	// set when the member has another one now (see markDataLoss).
 	DataHolder types.UID
 	DataLost   bool
+	// Marked: the member's volume claim carries its member ID.
+	Marked bool
 }
 
 // stepKind is a membership change, or the lack of one.
@@ -97,6 +99,12 @@ func planMembers(c *etcdv1alpha1.EtcdCluster, members []memberView, now time.Tim
 		if !m.UnhealthySince.IsZero() && now.Sub(m.UnhealthySince) >= learnerDeadline(policy) {
 			return step{kind: stepRemove, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers,
 				message: fmt.Sprintf("Removing learner %s, not started or healthy since %s, to add it again", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339))}
+		}
+		if !c.Spec.Storage.Ephemeral && !m.Marked {
+			// Its claim is marked in the pass that sees it healthy; a voter
+			// must never stand on an unmarked claim (see markDataLoss).
+			return step{kind: stepWait, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers,
+				message: fmt.Sprintf("Waiting for learner %s's volume claim to be marked with its member ID before promoting it", m.Name)}
 		}
 		if err := etcd.CanPromote(all, statuses, m.ID); err != nil {
 			return step{kind: stepWait, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers,

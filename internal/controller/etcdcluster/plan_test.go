@@ -53,6 +53,12 @@ func learnerAt(i int, started bool, applied uint64) memberView {
 	return m
 }
 
+// marked is m with its volume claim marked with its member ID.
+func marked(m memberView) memberView {
+	m.Marked = true
+	return m
+}
+
 // stuck is m, unhealthy since the given time.
 func stuck(m memberView, since time.Time) memberView {
 	m.UnhealthySince = since
@@ -84,7 +90,9 @@ func TestPlanMembers(t *testing.T) {
 		{name: "no learner while a voter is unhealthy", spec: five,
 			members: []memberView{member(0, 0), member(1, 0), sick(2, t0)}, kind: stepWait},
 		{name: "a caught-up learner is promoted", spec: five,
-			members: []memberView{member(0, 0), member(1, 0), member(2, 0), learnerAt(3, true, 100)}, kind: stepPromote, subject: "main-3"},
+			members: []memberView{member(0, 0), member(1, 0), member(2, 0), marked(learnerAt(3, true, 100))}, kind: stepPromote, subject: "main-3"},
+		{name: "a caught-up learner waits for its volume claim's mark", spec: five,
+			members: []memberView{member(0, 0), member(1, 0), member(2, 0), learnerAt(3, true, 100)}, kind: stepWait, subject: "main-3"},
 		{name: "a learner that lags is waited for", spec: five,
 			members: []memberView{member(0, 0), member(1, 0), member(2, 0), learnerAt(3, true, 10)}, kind: stepWait, subject: "main-3"},
 		{name: "a learner that has not started is waited for", spec: five,
@@ -225,6 +233,41 @@ func TestMarkDataLoss(t *testing.T) {
 	// A claim being deleted, or not made yet, proves nothing.
 	views = markDataLoss([]memberView{member(1, 0)}, last[1:2], memberData{holders: map[string]types.UID{}})
 	g.Expect(views[0].DataLost).To(BeFalse())
+}
+
+// TestMarkDataLossWithoutTheStatus: the claims' marks tell a lost volume
+// when the status that recorded the old one is gone or stale.
+func TestMarkDataLossWithoutTheStatus(t *testing.T) {
+	formed := t0
+	cases := []struct {
+		name    string
+		member  memberView
+		mark    string
+		created time.Time
+		formed  time.Time
+		lost    bool
+	}{
+		{name: "a voter on a new, unmarked claim made after the cluster formed", member: member(1, 0), created: formed.Add(time.Hour), formed: formed, lost: true},
+		{name: "a voter on its marked claim", member: member(1, 0), mark: member(1, 0).ID.String(), created: formed.Add(time.Hour), formed: formed},
+		{name: "a first member not yet marked, its claim made before the cluster formed", member: member(1, 0), created: formed.Add(-time.Minute), formed: formed},
+		{name: "a new cluster without an init Job yet", member: member(1, 0), created: formed.Add(time.Hour)},
+		{name: "a learner on a new claim", member: learnerAt(3, true, 100), created: formed.Add(time.Hour), formed: formed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			data := memberData{
+				holders: map[string]types.UID{tc.member.Name: "pvc-new"},
+				marks:   map[string]string{tc.member.Name: tc.mark},
+				created: map[string]time.Time{tc.member.Name: tc.created},
+				formed:  tc.formed,
+			}
+			// No status: lost, or written by a pass that never saw the old claim.
+			views := markDataLoss([]memberView{tc.member}, nil, data)
+			g.Expect(views[0].DataLost).To(Equal(tc.lost))
+			g.Expect(views[0].Marked).To(Equal(tc.mark != ""))
+		})
+	}
 }
 
 func TestPlanReplacesLostDataAtOnce(t *testing.T) {

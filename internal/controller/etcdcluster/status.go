@@ -30,6 +30,8 @@ type observation struct {
 	healthyQuorum bool
 	job           jobState
 	jobMessage    string
+	// jobCreated is when the init Job was made: the cluster had formed.
+	jobCreated time.Time
 	// step is the membership change the pass made or waits to make.
 	step step
 	// deletion is what a deleted cluster waits for.

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,12 +24,21 @@ type memberData struct {
 	pvcs []corev1.PersistentVolumeClaim
 	// pods are the member pods by name, those being deleted included.
 	pods map[string]*corev1.Pod
+	// marks are the member IDs that the members' volume claims carry
+	// (annotationMemberID), and created when each claim was made, by
+	// member name; persistent storage only.
+	marks   map[string]string
+	created map[string]time.Time
+	// formed is when the cluster had formed: the init Job's creation. Zero
+	// when there is no init Job.
+	formed time.Time
 }
 
 // observeData lists the member pods, from the apiserver (the manager does
 // not cache them), and the volume claims, from the cache.
 func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (memberData, error) {
-	d := memberData{ips: map[string]string{}, holders: map[string]types.UID{}, pods: map[string]*corev1.Pod{}}
+	d := memberData{ips: map[string]string{}, holders: map[string]types.UID{}, pods: map[string]*corev1.Pod{},
+		marks: map[string]string{}, created: map[string]time.Time{}}
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
 		return d, fmt.Errorf("listing member pods: %w", err)
@@ -55,19 +65,31 @@ func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	d.pvcs = pvcs.Items
 	for _, pvc := range pvcs.Items {
 		if i, ok := isMemberPVC(c, &pvc); ok && pvc.DeletionTimestamp == nil {
-			d.holders[memberName(c, i)] = pvc.UID
+			name := memberName(c, i)
+			d.holders[name] = pvc.UID
+			d.marks[name], d.created[name] = pvc.Annotations[annotationMemberID], pvc.CreationTimestamp.Time
 		}
 	}
 	return d, nil
 }
 
 // markDataLoss carries each member's data holder over from the last status
-// and marks the members whose data is gone: a member first seen healthy on
-// one volume claim (or ephemeral pod) that now has another one lost its data
-// with the old one. Such a member may still answer for a while, from an
-// empty data directory under its old ID, which etcd accepts and raft does
-// not survive; it must be replaced at once. A member seen for the first
-// time, or not yet healthy, is recorded on the holder it has.
+// and marks the members whose data is gone. Such a member may still answer
+// for a while, from an empty data directory under its old ID, which etcd
+// accepts and raft does not survive; it must be replaced at once. Two
+// records tell, so that losing one cannot hide a loss:
+//   - the status: a member first seen healthy on one volume claim (or
+//     ephemeral pod) that now has another one lost its data with the old
+//     one;
+//   - the objects: every voter's claim carries its member ID (a learner
+//     is promoted only once its claim does, and the first members' claims
+//     are marked when first seen healthy). A voter on a claim without a
+//     mark that was made after the cluster formed (the init Job) has a new,
+//     empty volume: its data is gone even if the status was lost or is
+//     stale.
+//
+// A member seen for the first time, or not yet healthy, is recorded on the
+// holder it has.
 func markDataLoss(views []memberView, last []etcdv1alpha1.Member, data memberData) []memberView {
 	for i := range views {
 		v := &views[i]
@@ -77,13 +99,16 @@ func markDataLoss(views []memberView, last []etcdv1alpha1.Member, data memberDat
 			}
 		}
 		now := data.holders[v.Name]
+		v.Marked = data.marks[v.Name] == v.ID.String()
 		switch {
 		case now == "":
 			// Deleted, or not made yet: nothing to compare.
-		case v.DataHolder == "" && v.Healthy:
-			v.DataHolder = now
 		case v.DataHolder != "" && v.DataHolder != now:
 			v.DataLost = true
+		case !v.IsLearner && data.marks[v.Name] == "" && !data.formed.IsZero() && data.created[v.Name].After(data.formed):
+			v.DataLost = true
+		case v.DataHolder == "" && v.Healthy:
+			v.DataHolder = now
 		}
 	}
 	return views

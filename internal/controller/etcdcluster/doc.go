@@ -18,5 +18,10 @@
 // a backup before its StatefulSet exists (restore.go), and deletion as
 // spec.deletionPolicy says, with a final EtcdBackup (delete.go). It creates
 // EtcdBackups but never runs them: internal/controller/etcdbackup does.
-// Version upgrades are not here yet.
+//
+// Rolls (roll.go, roll_plan.go) restart members whose pods run another
+// revision than the spec's, one per pass, behind the pure gate of
+// planRoll and etcd.CanRestart; a minor upgrade is path-checked
+// (checkUpgradePath) and waits for a verified EtcdBackup; a check Job ends
+// it. The roll's state is status.update and the pods' revision annotation.
 package etcdcluster

@@ -49,7 +49,7 @@ func (s *backupScope) requeueAfter(d time.Duration) {
 // its turn, create its Job, read the steps' results from the Job's pods;
 // or, once deleted, delete its file. It writes the status once, from what
 // it saw.
-func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	b := &etcdv1alpha1.EtcdBackup{}
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -76,6 +76,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 		r.recordTransitions(before, b)
 		if err := r.patchStatus(ctx, before, b); err != nil {
 			retErr = errors.Join(retErr, err)
+			res = ctrl.Result{} // with an error, its backoff decides the retry
 		}
 	}()
 

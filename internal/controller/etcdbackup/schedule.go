@@ -50,7 +50,7 @@ func (s *scheduleScope) requeueAt(t time.Time) {
 // Reconcile takes the due run of one schedule, if any, deletes the
 // backups that retention drops, and writes the status once. It comes back
 // exactly at the next run.
-func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	sc := &etcdv1alpha1.EtcdBackupSchedule{}
 	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -68,6 +68,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		}
 		if err := r.patchStatus(ctx, before, sc); err != nil {
 			retErr = errors.Join(retErr, err)
+			res = ctrl.Result{} // with an error, its backoff decides the retry
 		}
 	}()
 	if err := r.reconcileNormal(ctx, s); err != nil {

@@ -73,7 +73,7 @@ func (s *scope) requeueAfter(d time.Duration) {
 // Services and budget, then the StatefulSet, then one membership step
 // through etcd, then the init Job; and it writes the status once, from
 // what it saw.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	c := &etcdv1alpha1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -99,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		if err := r.patchStatus(ctx, before, c); err != nil {
 			retErr = errors.Join(retErr, err)
+			res = ctrl.Result{} // with an error, its backoff decides the retry
 		}
 	}()
 

@@ -18,7 +18,7 @@ import (
 
 // Reconcile brings one PodSet's pods in line with its spec: claim, scale,
 // elect, then write the status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	ps := &appsv1alpha1.PodSet{}
 	if err := r.Get(ctx, req.NamespacedName, ps); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -57,6 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		if err := r.patchStatus(ctx, before, ps); err != nil {
 			retErr = errors.Join(retErr, err)
+			res = ctrl.Result{} // with an error, its backoff decides the retry
 		}
 	}()
 

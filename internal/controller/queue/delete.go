@@ -17,7 +17,7 @@ import (
 )
 
 // reconcileDelete deletes or retains the SQS queue, then lets the Queue go.
-func (r *Reconciler) reconcileDelete(ctx context.Context, q *sqsv1alpha1.Queue) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, q *sqsv1alpha1.Queue) (res ctrl.Result, retErr error) {
 	if !controllerutil.ContainsFinalizer(q, sqsv1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -30,6 +30,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, q *sqsv1alpha1.Queue) 
 		}
 		if err := r.patchStatus(ctx, before, q); err != nil {
 			retErr = errors.Join(retErr, err)
+			res = ctrl.Result{} // with an error, its backoff decides the retry
 		}
 	}()
 	setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonDeleting, "The Queue is being deleted")

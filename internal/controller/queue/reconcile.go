@@ -19,7 +19,7 @@ import (
 const defaultPollInterval = 5 * time.Minute
 
 // Reconcile brings one Queue's SQS queue in line with its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	q := &sqsv1alpha1.Queue{}
 	if err := r.Get(ctx, req.NamespacedName, q); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -42,6 +42,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer func() {
 		if err := r.patchStatus(ctx, before, q); err != nil {
 			retErr = errors.Join(retErr, err)
+			res = ctrl.Result{} // with an error, its backoff decides the retry
 		}
 	}()
 	return r.reconcileNormal(ctx, q)

@@ -1,0 +1,46 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/scheme"
+)
+
+// TestAFailedStatusWriteReturnsTheErrorAlone: a pass whose status write
+// fails returns the error without a RequeueAfter (STYLE rule 16), so that
+// the error's backoff, not the pass's own timer, decides the retry. A pure
+// test: the fake client is the only way to fail the write on cue.
+func TestAFailedStatusWriteReturnsTheErrorAlone(t *testing.T) {
+	g := NewWithT(t)
+	c := &etcdv1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv"},
+		// Provided TLS without its Secrets: the pass asks to look again in
+		// 30s and writes a status that says so.
+		Spec: etcdv1alpha1.EtcdClusterSpec{TLS: etcdv1alpha1.TLS{Mode: etcdv1alpha1.TLSProvided,
+			Secrets: &etcdv1alpha1.TLSSecrets{Server: "s", Peer: "p", Client: "c"}}},
+	}
+	refused := errors.New("the apiserver refused the write")
+	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(c).WithStatusSubresource(c).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				return refused
+			},
+		}).Build()
+	r := &Reconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0)}
+
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	g.Expect(err).To(MatchError(refused))
+	g.Expect(res).To(Equal(ctrl.Result{}))
+}

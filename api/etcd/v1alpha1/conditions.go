@@ -53,6 +53,10 @@ const (
 	ReasonEvenMembers = "EvenMembers"
 	// ReasonMembersUnhealthy: some members do not answer.
 	ReasonMembersUnhealthy = "MembersUnhealthy"
+	// ReasonMembersCannotStart: Kubernetes says why member pods do not
+	// run (the StatefulSet cannot create them, they cannot be scheduled or
+	// pulled, their volume claims stay Pending); the message quotes it.
+	ReasonMembersCannotStart = "MembersCannotStart"
 	// ReasonInvalidTLSSecrets: a Provided TLS Secret is missing or malformed.
 	ReasonInvalidTLSSecrets = "InvalidTLSSecrets"
 	// ReasonInitFailed: the init Job failed; its pod logs say why.

@@ -42,6 +42,9 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	if s.obs.startProblems, err = r.observeStartProblems(ctx, s, data); err != nil {
+		return err
+	}
 	ips := data.ips
 	// Only members whose pod has an address: the client would wait for
 	// the others until its deadline.

@@ -43,6 +43,8 @@ type observation struct {
 	restore *restoreProgress
 	// roll is what the roll phase saw and did; nil when it did not run.
 	roll *rollObservation
+	// startProblems say why member pods do not run (startup.go).
+	startProblems []string
 }
 
 // calculateStatus computes c's status from what a pass observed. It starts
@@ -155,7 +157,10 @@ func setAvailable(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping, "The members do not start while an older cluster's volumes are in the way; see Degraded")
 	case obs.members == nil && obs.job == jobNone:
 		msg := "Waiting for the members to start and form the cluster"
-		if obs.unreachable != nil {
+		switch {
+		case len(obs.startProblems) > 0:
+			msg += ": " + strings.Join(obs.startProblems, "; ")
+		case obs.unreachable != nil:
 			msg += ": " + obs.unreachable.Error()
 		}
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping, msg)
@@ -250,6 +255,9 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 			fmt.Sprintf("The init Job %s failed (%s). Read its pod logs; delete the Job to run it again", initJobName(c), obs.jobMessage))
 	case obs.roll != nil && obs.roll.degraded:
 		set(t, metav1.ConditionTrue, obs.roll.reason, obs.roll.message)
+	case len(obs.startProblems) > 0:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonMembersCannotStart,
+			fmt.Sprintf("Member pods do not run: %s. Tend cannot fix this itself; see docs/etcdcluster.md (Runbook)", strings.Join(obs.startProblems, "; ")))
 	case len(alarms) > 0:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonAlarm,
 			fmt.Sprintf("etcd raised %s. NOSPACE: compact and defragment, or raise spec.options.quotaBackendBytes, then etcdctl alarm disarm; CORRUPT: see docs/etcdcluster.md", strings.Join(alarms, "; ")))

@@ -1,0 +1,41 @@
+package etcdcluster
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPodProblem(t *testing.T) {
+	waiting := func(reason string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kv-0"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "etcd", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "the reason"}}}}}}
+	}
+	unschedulable := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kv-0"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}}}
+	deleting := waiting("ImagePullBackOff")
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{name: "an image that cannot be pulled", pod: waiting("ImagePullBackOff"), want: "pod kv-0: container etcd is waiting, ImagePullBackOff: the reason"},
+		{name: "a crash loop", pod: waiting("CrashLoopBackOff"), want: "CrashLoopBackOff"},
+		{name: "unschedulable", pod: unschedulable, want: "pod kv-0 cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu."},
+		{name: "creating its container passes by itself", pod: waiting("ContainerCreating")},
+		{name: "a pod being deleted", pod: deleting},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			if tc.want == "" {
+				g.Expect(podProblem(tc.pod)).To(BeEmpty())
+				return
+			}
+			g.Expect(podProblem(tc.pod)).To(ContainSubstring(tc.want))
+		})
+	}
+}

@@ -3,12 +3,15 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +19,9 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
+
+// The roll marks pods that an older Tend made (adoptUnmarkedPods).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=patch
 
 // defaultMemberTimeout is spec.updateStrategy.memberTimeout's default.
 const defaultMemberTimeout = 5 * time.Minute
@@ -149,6 +155,9 @@ type rollObservation struct {
 // short anywhere is picked up by the next.
 func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, views []memberView, data memberData) error {
 	c := s.cluster
+	if err := r.adoptUnmarkedPods(ctx, s, data.pods); err != nil {
+		return err
+	}
 	// The pods are compared with the template they would get now (held at
 	// the running version while a minor upgrade waits); the roll is
 	// recorded with the revision the spec asks for.
@@ -230,6 +239,9 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		}
 		s.requeueAfter(requeueUnreachable)
 	case rollRestart:
+		if err := r.ensureLiveTemplate(ctx, s, views); err != nil {
+			return err
+		}
 		pod := data.pods[action.member.Name]
 		if pod != nil {
 			if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
@@ -248,6 +260,103 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "%s", action.message)
 	}
 	return nil
+}
+
+// ensureLiveTemplate makes sure the StatefulSet in the apiserver, not
+// only the cache, has the template of the current revision before a pod
+// is deleted: the pass skipped its template write when its cached
+// StatefulSet already looked current, and a cache that lagged a change
+// (this one, or one made and undone since) would have the pod come back
+// on the template before, for a restart more.
+func (r *Reconciler) ensureLiveTemplate(ctx context.Context, s *scope, views []memberView) error {
+	live := &appsv1.StatefulSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.sts), live); err != nil {
+		return fmt.Errorf("reading StatefulSet %s: %w", s.sts.Name, err)
+	}
+	want := memberRevision(s.template())
+	if live.Spec.Template.Annotations[etcdv1alpha1.AnnotationMemberRevision] == want {
+		return nil
+	}
+	s.sts = live
+	delete(s.sts.Annotations, annotationTemplateHash) // write it, whatever the hash says
+	return r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views))
+}
+
+// adoptUnmarkedPods marks the pods that a Tend older than revisions made
+// with the current revision when they already run what it asks (runsAs),
+// so that upgrading Tend restarts no member for an annotation. Pods that
+// run something else stay unmarked and roll, as a new Tend's change.
+func (r *Reconciler) adoptUnmarkedPods(ctx context.Context, s *scope, pods map[string]*corev1.Pod) error {
+	want := statefulSet(s.template(), 0, Bootstrap{}).Spec.Template
+	rev := want.Annotations[etcdv1alpha1.AnnotationMemberRevision]
+	for _, pod := range pods {
+		if _, marked := pod.Annotations[etcdv1alpha1.AnnotationMemberRevision]; marked || pod.DeletionTimestamp != nil || !runsAs(pod, want) {
+			continue
+		}
+		patch := client.MergeFrom(pod.DeepCopy())
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[etcdv1alpha1.AnnotationMemberRevision] = rev
+		if err := r.Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("marking pod %s with its revision: %w", pod.Name, err)
+		}
+	}
+	return nil
+}
+
+// runsAs tells whether pod's etcd container runs what template's does:
+// the same image, command, settings (the bootstrap ones aside) and
+// resources. Those are what a spec or a Tend change alters; fields the
+// apiserver defaults are left out.
+func runsAs(pod *corev1.Pod, template corev1.PodTemplateSpec) bool {
+	find := func(cs []corev1.Container) *corev1.Container {
+		for i := range cs {
+			if cs[i].Name == "etcd" {
+				return &cs[i]
+			}
+		}
+		return nil
+	}
+	have, want := find(pod.Spec.Containers), find(template.Spec.Containers)
+	if have == nil || want == nil {
+		return false
+	}
+	return have.Image == want.Image && slices.Equal(have.Command, want.Command) && slices.Equal(have.Args, want.Args) &&
+		equality.Semantic.DeepEqual(settingsOf(have.Env), settingsOf(want.Env)) &&
+		equality.Semantic.DeepEqual(resourcesOf(have.Resources), resourcesOf(want.Resources))
+}
+
+// settingsOf is env without the bootstrap settings, and with the field
+// references' API version left out, which the apiserver defaults.
+func settingsOf(env []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if slices.Contains(bootstrapEnv, e.Name) {
+			continue
+		}
+		e = *e.DeepCopy()
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			e.ValueFrom.FieldRef.APIVersion = ""
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// resourcesOf is r with the requests that the apiserver defaults from the
+// limits filled in.
+func resourcesOf(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	r = *r.DeepCopy()
+	for name, limit := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = limit
+		}
+	}
+	return r
 }
 
 // stalledBefore tells whether the last status already said the roll

@@ -258,3 +258,17 @@ func TestRunsAs(t *testing.T) {
 		})
 	}
 }
+
+func TestRollSlots(t *testing.T) {
+	g := NewWithT(t)
+	var s rollSlots
+	g.Expect(s.acquire("a", 1)).To(BeTrue())
+	g.Expect(s.acquire("a", 1)).To(BeTrue(), "a cluster keeps its own slot")
+	g.Expect(s.acquire("b", 1)).To(BeFalse(), "one at a time")
+	s.keep("c") // a roll under way after a restart keeps going
+	g.Expect(s.acquire("b", 2)).To(BeFalse(), "the bound counts it")
+	s.release("a")
+	s.release("c")
+	g.Expect(s.acquire("b", 1)).To(BeTrue())
+	g.Expect(s.acquire("d", 0)).To(BeFalse(), "a bound below one means one")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,7 @@ func (r *Reconciler) observeStartProblems(ctx context.Context, s *scope, data me
 			missing = true
 			continue
 		}
-		if p := podProblem(pod); p != "" {
+		if p := podProblem(pod, s.now); p != "" {
 			problems = append(problems, p)
 		}
 	}
@@ -62,15 +63,21 @@ func (r *Reconciler) observeStartProblems(ctx context.Context, s *scope, data me
 	return problems, nil
 }
 
+// unschedulableGrace is how long a pod may stay unschedulable before it
+// counts: the scheduler retries as nodes and volumes change.
+const unschedulableGrace = 30 * time.Second
+
 // podProblem is why pod cannot run, when Kubernetes says it will not by
-// itself: unschedulable, or a container waiting for a reason that does
-// not pass.
-func podProblem(pod *corev1.Pod) string {
+// itself: unschedulable for a while (not for want of a volume, which its
+// claim's own Events explain), or a container waiting for a reason that
+// does not pass.
+func podProblem(pod *corev1.Pod, now time.Time) string {
 	if pod.DeletionTimestamp != nil {
 		return ""
 	}
 	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable &&
+			now.Sub(cond.LastTransitionTime.Time) >= unschedulableGrace && !strings.Contains(cond.Message, "unbound immediate PersistentVolumeClaims") {
 			return fmt.Sprintf("pod %s cannot be scheduled: %s", pod.Name, cond.Message)
 		}
 	}

@@ -4,14 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"reflect"
 
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsfilters "sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -39,7 +34,7 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	if opts.MetricsSecure {
 		metrics.FilterProvider = metricsfilters.WithAuthenticationAndAuthorization
 	}
-	cacheOpts, err := cacheOptions(controllers)
+	cacheOpts, newCache, err := CacheFor(controllers)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +45,7 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.Scheme,
 		Cache:                         cacheOpts,
+		NewCache:                      newCache,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElect,
@@ -83,28 +79,6 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	return mgr, nil
 }
 
-// cacheOptions merges the controllers' cache restrictions. Every cached
-// object loses its managedFields, which no controller reads and which are
-// often a third of an object's size.
-func cacheOptions(controllers []Controller) (cache.Options, error) {
-	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
-	owner := map[reflect.Type]string{}
-	for _, c := range controllers {
-		for obj, by := range c.Cache {
-			t := reflect.TypeOf(obj)
-			if other, ok := owner[t]; ok {
-				return opts, fmt.Errorf("controllers %s and %s both restrict the cache of %T", other, c.Name, obj)
-			}
-			owner[t] = c.Name
-			if opts.ByObject == nil {
-				opts.ByObject = map[client.Object]cache.ByObject{}
-			}
-			opts.ByObject[obj] = by
-		}
-	}
-	return opts, nil
-}
-
 // Run builds the manager with the given controllers and runs it until ctx is
 // done. With leader election on, the Lease is released on a clean stop, so
 // that a successor takes over at once rather than after the lease duration.
@@ -125,14 +99,3 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, controllers []Cont
 // Every controller records Events through the manager's recorder.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
-// WithLabel restricts a cache to the objects that carry the label key, with
-// any value: a controller's way to keep, say, only its own pods in memory.
-// key must be a valid label key; it is a constant in every caller.
-func WithLabel(key string) cache.ByObject {
-	has, err := labels.NewRequirement(key, selection.Exists, nil)
-	if err != nil {
-		panic(fmt.Sprintf("cache restriction on label %q: %v", key, err))
-	}
-	return cache.ByObject{Label: labels.NewSelector().Add(*has)}
-}

@@ -165,6 +165,14 @@ type Controller struct {
 	Setup func(mgr ctrl.Manager) error
 	// Cache narrows what the manager's cache holds of some kinds, for
 	// example only the pods that carry a controller's label. Two selected
-	// controllers may not both narrow the same kind.
+	// controllers may narrow the same kind only the same way. A Get of an
+	// object that the cache does not hold answers NotFound: read such
+	// objects live (ReadThrough, or the manager's APIReader).
 	Cache map[client.Object]cache.ByObject
+	// Metadata lists kinds whose metadata-only view (builder.OnlyMetadata,
+	// metav1.PartialObjectMetadata) holds every object of the kind, even
+	// where Cache narrows their full objects: how a controller hears of
+	// changes to objects that users name, such as their Secrets, without
+	// holding their data.
+	Metadata []client.Object
 }

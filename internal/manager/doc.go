@@ -6,4 +6,13 @@
 // It knows nothing about any one controller. Each controller package exposes a
 // Controller value, and cmd/tend hands the list to Run. Nothing here reconciles
 // or talks to an upstream API.
+//
+// The manager's cache holds what the controllers' declarations narrow it to
+// (Controller.Cache): of Secrets and ConfigMaps, only Tend's (MadeByTend), so
+// that its memory grows with Tend's objects, not the cluster's; and, for the
+// kinds that a controller lists in Controller.Metadata, the metadata of every
+// object, so that a change to an object that a user names (a Queue's
+// connection Secret) still starts a pass. Objects that the cache does not hold
+// are read live (ReadThrough, or the manager's APIReader). A narrowing limits
+// the cache, not the RBAC: the informers still list and watch the whole kind.
 package manager

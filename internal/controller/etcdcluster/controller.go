@@ -87,13 +87,24 @@ func PVCCache() cache.ByObject { return manager.WithLabel(LabelCluster) }
 
 // Controller returns the etcdcluster controller for the manager's registry.
 // opts is read when the manager starts, after the flags are parsed.
+//
+// The cache holds the Secrets and ConfigMaps that Tend made (all labelled
+// by labels()), and every Secret's metadata, so that a change to a user's
+// Secret that spec.tls.secrets names starts a pass. The user's Secrets
+// themselves (Provided mode), and any object of Tend's that lost its
+// label, are read from the apiserver (manager.ReadThrough).
 func Controller(opts *Options) manager.Controller {
 	return manager.Controller{
-		Name:  Name,
-		Cache: map[client.Object]cache.ByObject{&corev1.PersistentVolumeClaim{}: PVCCache()},
+		Name: Name,
+		Cache: map[client.Object]cache.ByObject{
+			&corev1.PersistentVolumeClaim{}: PVCCache(),
+			&corev1.Secret{}:                manager.MadeByTend(),
+			&corev1.ConfigMap{}:             manager.MadeByTend(),
+		},
+		Metadata: []client.Object{&corev1.Secret{}},
 		Setup: func(mgr ctrl.Manager) error {
 			r := &Reconciler{
-				Client:               mgr.GetClient(),
+				Client:               manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{}, &corev1.ConfigMap{}),
 				APIReader:            mgr.GetAPIReader(),
 				Recorder:             mgr.GetEventRecorder("tend-etcdcluster"),
 				MemberChangeInterval: opts.MemberChangeInterval,
@@ -191,8 +202,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&batchv1.Job{}).
 		// A user's TLS Secret is not ours to own, but its fix must start a
-		// pass.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret)).
+		// pass. Its metadata tells which it is; the pass reads its data.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret), builder.OnlyMetadata).
 		// A backup that a new cluster restores from, or a deleted
 		// cluster's final snapshot, moves the cluster on when it is done.
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfBackup)).

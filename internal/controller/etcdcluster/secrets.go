@@ -45,6 +45,9 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error 
 	names := tlsSecretsOf(c)
 	for _, name := range []string{names.server, names.peer, names.client} {
 		secret := &corev1.Secret{}
+		// In Provided mode these are the user's Secrets, which the cache
+		// does not hold: r.Client reads them from the apiserver
+		// (manager.ReadThrough), on every pass.
 		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: Secret %s does not exist; create it with ca.crt, tls.crt and tls.key", errTLSSecrets, name)

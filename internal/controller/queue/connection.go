@@ -29,7 +29,11 @@ const (
 // shared by every Queue without a connection Secret, and one per Secret
 // version for the others. Every client goes through the same Limiters.
 type Connector struct {
-	// Reader reads connection Secrets.
+	// Reader reads connection Secrets: the manager's APIReader, since the
+	// manager's cache holds no user's Secret (only Tend's, and every
+	// Secret's metadata). A Get through the cached client would start a
+	// cache of every Secret in the cluster when no other controller
+	// narrows it.
 	Reader client.Reader
 	// Default is the manager's own connection (flags, then the SDK's chain).
 	Default tendaws.Connection

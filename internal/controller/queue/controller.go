@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -101,8 +102,14 @@ func splitList(v string) []string {
 
 // Controller returns the queue controller for the manager's registry. opts
 // is read when the manager starts, after the flags are parsed.
+//
+// The cache holds the ConfigMaps that Tend made (publish labels them), and
+// every Secret's metadata, so that a change to a connection Secret starts
+// a pass; the Connector reads the Secret itself from the apiserver.
 func Controller(opts *Options) manager.Controller {
-	return manager.Controller{Name: Name, Setup: func(mgr ctrl.Manager) error {
+	return manager.Controller{Name: Name, Cache: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: manager.MadeByTend(),
+	}, Metadata: []client.Object{&corev1.Secret{}}, Setup: func(mgr ctrl.Manager) error {
 		limiters, err := tendaws.NewLimiters(tendaws.LimiterOptions{QPS: opts.QPS, Burst: opts.Burst})
 		if err != nil {
 			return err
@@ -112,9 +119,9 @@ func Controller(opts *Options) manager.Controller {
 			return err
 		}
 		r := &Reconciler{
-			Client:   mgr.GetClient(),
+			Client:   manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.ConfigMap{}),
 			Recorder: mgr.GetEventRecorder("tend-queue"),
-			Connector: &Connector{Reader: mgr.GetClient(), AllowedEndpoints: allowed, Default: tendaws.Connection{
+			Connector: &Connector{Reader: mgr.GetAPIReader(), AllowedEndpoints: allowed, Default: tendaws.Connection{
 				Region: opts.Region, EndpointURL: opts.EndpointURL, Limiters: limiters,
 			}},
 			Timeout: opts.Timeout,
@@ -186,7 +193,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&sqsv1alpha1.Queue{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexSecret))).
+		// A connection Secret is the user's: its metadata tells which it
+		// is, and the Connector reads its data.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexSecret)), builder.OnlyMetadata).
 		// A dead-letter Queue becoming Ready (its status) lets its users go on.
 		Watches(&sqsv1alpha1.Queue{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexDLQ))).
 		WithOptions(controller.Options{

@@ -101,7 +101,9 @@ func runManager(ctx context.Context) error {
 		r := &Reconciler{
 			Client:   mgr.GetClient(),
 			Recorder: mgr.GetEventRecorder("tend-queue"),
-			Connector: &Connector{Reader: mgr.GetClient(), AllowedEndpoints: allowed,
+			// The Secret is read live, as Controller wires it: the Secret
+			// watch is metadata-only, and a cached read could lag it.
+			Connector: &Connector{Reader: mgr.GetAPIReader(), AllowedEndpoints: allowed,
 				Default: tendaws.Connection{Limiters: ctrlLimiters}},
 			Jitter: func(time.Duration) time.Duration { return testPoll },
 			// Short, so that a hanging upstream fails a pass within seconds.

@@ -1,0 +1,113 @@
+package manager_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tend-dev/tend/internal/controller/etcdbackup"
+	"github.com/tend-dev/tend/internal/controller/etcdcluster"
+	"github.com/tend-dev/tend/internal/controller/podset"
+	"github.com/tend-dev/tend/internal/controller/queue"
+	"github.com/tend-dev/tend/internal/manager"
+	"github.com/tend-dev/tend/internal/testenv"
+)
+
+// allControllers is every controller, with its default options, as
+// `tend manager` registers them.
+func allControllers() []manager.Controller {
+	podsetOpts, queueOpts := podset.DefaultOptions(), queue.DefaultOptions()
+	etcdOpts, backupOpts := etcdcluster.DefaultOptions(), etcdbackup.DefaultOptions()
+	return append([]manager.Controller{
+		podset.Controller(&podsetOpts),
+		queue.Controller(&queueOpts),
+		etcdcluster.Controller(&etcdOpts),
+	}, etcdbackup.Controllers(&backupOpts)...)
+}
+
+// TestCacheHoldsTendsObjectsOnly runs a manager of every controller on a
+// real apiserver, and checks that its cache holds the Secrets and
+// ConfigMaps that Tend made (labelled app.kubernetes.io/managed-by=tend)
+// and not a user's, whose metadata alone it holds, so that a change to a
+// Secret that a Queue or an EtcdCluster names still starts a pass.
+func TestCacheHoldsTendsObjectsOnly(t *testing.T) {
+	g := NewWithT(t)
+	env := testenv.New()
+	g.Expect(env.Start()).To(Succeed())
+	t.Cleanup(func() { g.Expect(env.Stop()).To(Succeed()) })
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.Webhook = env.WebhookOptions()
+	mgr, err := manager.New(env.Config, opts, allControllers())
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		g.Expect(<-done).To(Succeed())
+	})
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+
+	ns := env.Namespace(t)
+	tends := map[string]string{"app.kubernetes.io/managed-by": "tend", "etcd.tend.dev/cluster": "demo"}
+	// The user's objects first: the cache sees a kind's objects in the
+	// order they were written, so once it shows Tend's, it would show the
+	// user's too if it held them.
+	users := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users",
+			// kubectl apply copies the whole object, data and all, here.
+			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: `{"data":{"password":"c2VjcmV0"}}`}},
+			Data: map[string][]byte{"password": []byte("secret")}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users"}, Data: map[string]string{"k": "v"}},
+	}
+	own := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tends", Labels: tends}, Data: map[string][]byte{"k": []byte("v")}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tends", Labels: tends}, Data: map[string]string{"k": "v"}},
+	}
+	for _, obj := range append(users, own...) {
+		g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	}
+
+	cached := mgr.GetCache()
+	g.Eventually(func() error {
+		return cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tends"}, &corev1.Secret{})
+	}).Should(Succeed(), "Tend's Secret is cached")
+	g.Eventually(func() error {
+		return cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tends"}, &corev1.ConfigMap{})
+	}).Should(Succeed(), "Tend's ConfigMap is cached")
+	err = cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the user's Secret is not cached: %v", err)
+	err = cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the user's ConfigMap is not cached: %v", err)
+
+	var secrets corev1.SecretList
+	g.Expect(cached.List(ctx, &secrets, client.InNamespace(ns))).To(Succeed())
+	g.Expect(secrets.Items).To(HaveLen(1))
+	g.Expect(secrets.Items[0].Name).To(Equal("tends"))
+
+	// The metadata of every Secret, for the watches of the Secrets that
+	// users name, without kubectl's copy of the data.
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	g.Eventually(func() error {
+		return cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, meta)
+	}).Should(Succeed(), "the user's Secret's metadata is cached")
+	g.Expect(meta.Annotations).NotTo(HaveKey(corev1.LastAppliedConfigAnnotation))
+
+	// Reads through the manager's client answer as they did when the cache
+	// held every object.
+	rt := manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{})
+	secret := &corev1.Secret{}
+	g.Expect(rt.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, secret)).To(Succeed())
+	g.Expect(secret.Data).To(HaveKeyWithValue("password", []byte("secret")))
+	err = rt.Get(ctx, client.ObjectKey{Namespace: ns, Name: "none"}, secret)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a Secret that does not exist: %v", err)
+	err = rt.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a kind it is not asked to read through: %v", err)
+}

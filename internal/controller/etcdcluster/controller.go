@@ -63,6 +63,9 @@ type Options struct {
 	// AgentImage is Tend's own image, whose agents restore members' data.
 	// cmd/tend sets it from --agent-image.
 	AgentImage string
+	// Connect opens a client to one etcd cluster; nil is etcd.New. Tests
+	// set it to members faked at the etcd boundary; no flag does.
+	Connect func(context.Context, etcd.Config) (Members, error)
 	// MaxOperatorRolls is how many clusters Tend rolls at once when a new
 	// Tend runs their members differently (rolls caused by a cluster's own
 	// spec are not counted).
@@ -111,6 +114,7 @@ func Controller(opts *Options) manager.Controller {
 				Clock:                opts.Clock,
 				AgentImage:           opts.AgentImage,
 				MaxOperatorRolls:     opts.MaxOperatorRolls,
+				Connect:              opts.Connect,
 			}
 			return r.SetupWithManager(mgr, opts.Workers)
 		},

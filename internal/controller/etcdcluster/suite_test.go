@@ -17,15 +17,18 @@ import (
 // gets an IP, and Tend never calls etcd: the tests cover what it makes and
 // reports before etcd answers, and the e2e tests cover the membership on a
 // real node. The controller's clock is a fake one that the certificate test
-// moves on.
+// moves on. The roll tests play the StatefulSet controller (pods with IPs)
+// and fake the members at the etcd boundary (members, roll_test.go); every
+// other cluster has no etcd to reach.
 
 var (
 	env       = testenv.New()
 	fakeClock = clocktesting.NewFakeClock(time.Now())
+	members   = &fakeMembers{clusters: map[string]*fakeCluster{}}
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(env.RunWith(m, func(ctx context.Context) error {
-		return env.StartManager(ctx, "0", []manager.Controller{Controller(&Options{Workers: 2, Clock: fakeClock})})
+		return env.StartManager(ctx, "0", []manager.Controller{Controller(&Options{Workers: 2, Clock: fakeClock, Connect: members.connect})})
 	}))
 }

@@ -108,7 +108,14 @@ func (r *Reconciler) fail(q *sqsv1alpha1.Queue, err error) (ctrl.Result, error) 
 	case class == tendaws.Terminal:
 		reason = sqsv1alpha1.ReasonInvalidSpec
 	case class == tendaws.Throttled:
-		reason = sqsv1alpha1.ReasonThrottled
+		// Which call met the throttling changes from pass to pass; the
+		// message must not, or every retry would rewrite the status.
+		reason, msg = sqsv1alpha1.ReasonThrottled, "SQS is throttling Tend's calls"
+		var apiErr smithy.APIError
+		if errors.As(err, &apiErr) {
+			msg += " (" + apiErr.ErrorCode() + ")"
+		}
+		msg += "; Tend waits as long as SQS asks, then retries"
 	}
 	if prev := findCondition(q, sqsv1alpha1.ConditionSynced); class == tendaws.Terminal &&
 		(prev == nil || prev.Reason != reason || prev.Message != msg) {

@@ -66,7 +66,14 @@ func TestLocalRefusalKeepsConditions(t *testing.T) {
 	// An upstream throttle is another matter: it is reported.
 	_, _ = r.fail(q, &smithy.OperationError{ServiceID: "SQS", OperationName: "GetQueueAttributes",
 		Err: &smithy.GenericAPIError{Code: "RequestThrottled", Message: "slow down"}})
-	g.Expect(findCondition(q, sqsv1alpha1.ConditionSynced).Reason).To(Equal(sqsv1alpha1.ReasonThrottled))
+	throttled := *findCondition(q, sqsv1alpha1.ConditionSynced)
+	g.Expect(throttled.Reason).To(Equal(sqsv1alpha1.ReasonThrottled))
+	// The next pass may meet the throttle at another call: the status
+	// reads the same, so the retries do not rewrite it.
+	_, _ = r.fail(q, &smithy.OperationError{ServiceID: "SQS", OperationName: "ListQueueTags",
+		Err: &smithy.GenericAPIError{Code: "RequestThrottled", Message: "Request is throttled."}})
+	g.Expect(*findCondition(q, sqsv1alpha1.ConditionSynced)).To(Equal(throttled))
+	g.Expect(throttled.Message).To(ContainSubstring("RequestThrottled"))
 }
 
 // TestFailEndsThePass shows how a failed pass ends, which is what keeps a

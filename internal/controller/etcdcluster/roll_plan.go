@@ -281,7 +281,7 @@ func checkUpgradePath(from, to string, auth bool) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("Tend does not know the upgrade from v%d.%d to v%d.%d; use a Tend release that supports v%d.%d",
+	return fmt.Errorf("this Tend does not know the upgrade from v%d.%d to v%d.%d; use a Tend release that supports v%d.%d",
 		f.major, f.minor, t.major, t.minor, t.major, t.minor)
 }
 

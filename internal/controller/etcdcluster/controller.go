@@ -143,7 +143,7 @@ type Reconciler struct {
 	// nextLook is when each cluster's membership may next be looked at,
 	// under MemberChangeInterval. Losing it on a restart only allows one
 	// look sooner.
-	nextLook sync.Map // types.UID → time.Time
+	nextLook sync.Map // types.NamespacedName → time.Time
 	// rolls bounds the rolls that a new Tend causes (roll.go).
 	rolls rollSlots
 }
@@ -262,13 +262,13 @@ func (r *Reconciler) clustersOfBackup(ctx context.Context, obj client.Object) []
 // at most one change, or waits) once per interval, on a fixed requeue, and
 // does nothing on the passes in between. A look now, when it is due, sets
 // the next one an interval later.
-func (r *Reconciler) untilTick(uid types.UID, now time.Time) time.Duration {
-	if next, ok := r.nextLook.Load(uid); ok {
+func (r *Reconciler) untilTick(key types.NamespacedName, now time.Time) time.Duration {
+	if next, ok := r.nextLook.Load(key); ok {
 		if wait := next.(time.Time).Sub(now); wait > 0 {
 			return wait
 		}
 	}
-	r.nextLook.Store(uid, now.Add(r.MemberChangeInterval))
+	r.nextLook.Store(key, now.Add(r.MemberChangeInterval))
 	return 0
 }
 

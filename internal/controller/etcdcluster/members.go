@@ -103,7 +103,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 
 	next := planMembers(c, views, s.now)
 	if next.kind != stepNone && r.MemberChangeInterval > 0 {
-		if wait := r.untilTick(c.UID, s.now); wait > 0 {
+		if wait := r.untilTick(client.ObjectKeyFromObject(c), s.now); wait > 0 {
 			next = step{kind: stepWait, reason: etcdv1alpha1.ReasonWaitingForMembers,
 				message: fmt.Sprintf("%s, at the next look in %s (one look per %s)", next.message, wait.Round(time.Second), r.MemberChangeInterval)}
 			s.requeueAfter(wait)

@@ -286,9 +286,10 @@ func TestPlanReplacesLostDataAtOnce(t *testing.T) {
 func TestUntilTickLooksOncePerInterval(t *testing.T) {
 	g := NewWithT(t)
 	r := &Reconciler{MemberChangeInterval: 10 * time.Second}
-	g.Expect(r.untilTick("a", t0)).To(BeZero(), "the first look is due at once")
-	g.Expect(r.untilTick("a", t0.Add(3*time.Second))).To(Equal(7*time.Second), "passes in between wait")
-	g.Expect(r.untilTick("b", t0.Add(3*time.Second))).To(BeZero(), "per cluster")
-	g.Expect(r.untilTick("a", t0.Add(10*time.Second))).To(BeZero())
-	g.Expect(r.untilTick("a", t0.Add(11*time.Second))).To(Equal(9*time.Second), "the next look is an interval after the last")
+	a, b := types.NamespacedName{Namespace: "x", Name: "a"}, types.NamespacedName{Namespace: "x", Name: "b"}
+	g.Expect(r.untilTick(a, t0)).To(BeZero(), "the first look is due at once")
+	g.Expect(r.untilTick(a, t0.Add(3*time.Second))).To(Equal(7*time.Second), "passes in between wait")
+	g.Expect(r.untilTick(b, t0.Add(3*time.Second))).To(BeZero(), "per cluster")
+	g.Expect(r.untilTick(a, t0.Add(10*time.Second))).To(BeZero())
+	g.Expect(r.untilTick(a, t0.Add(11*time.Second))).To(Equal(9*time.Second), "the next look is an interval after the last")
 }

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,6 +77,9 @@ func (s *scope) requeueAfter(d time.Duration) {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	c := &etcdv1alpha1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName) // gone without a pass seeing it deleted (no finalizer)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if c.DeletionTimestamp == nil {
@@ -104,14 +108,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 
 	if c.DeletionTimestamp != nil {
-		r.nextLook.Delete(c.UID)
-		r.rolls.release(c.UID)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
 	if err := r.reconcileNormal(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// forget drops what the reconciler keeps in memory for a cluster that is
+// going or gone: its next look, and its roll slot.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.nextLook.Delete(key)
+	r.rolls.release(key)
 }
 
 // reconcileNormal runs the phases in order; each may stop the pass.

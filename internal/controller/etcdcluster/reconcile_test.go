@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,4 +45,22 @@ func TestAFailedStatusWriteReturnsTheErrorAlone(t *testing.T) {
 	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	g.Expect(err).To(MatchError(refused))
 	g.Expect(res).To(Equal(ctrl.Result{}))
+}
+
+// TestAGoneClusterIsForgotten: a cluster deleted without a pass seeing it
+// (no finalizer: deletionPolicy Retain) leaves nothing in the reconciler's
+// memory once a pass finds it gone.
+func TestAGoneClusterIsForgotten(t *testing.T) {
+	g := NewWithT(t)
+	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	r := &Reconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0), MemberChangeInterval: time.Minute}
+	key := types.NamespacedName{Namespace: "db", Name: "kv"}
+	g.Expect(r.untilTick(key, t0)).To(BeZero())
+	g.Expect(r.rolls.acquire(key, 1)).To(BeTrue())
+
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, looked := r.nextLook.Load(key)
+	g.Expect(looked).To(BeFalse())
+	g.Expect(r.rolls.acquire(types.NamespacedName{Namespace: "other", Name: "kv"}, 1)).To(BeTrue(), "the slot is free again")
 }

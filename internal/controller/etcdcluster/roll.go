@@ -182,7 +182,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		if unmarked || (c.Status.UpdatedGeneration != 0 && c.Status.UpdatedGeneration == c.Generation) {
 			cause = etcdv1alpha1.UpdateCauseOperator
 		}
-		if cause == etcdv1alpha1.UpdateCauseOperator && !r.rolls.acquire(c.UID, r.MaxOperatorRolls) {
+		if cause == etcdv1alpha1.UpdateCauseOperator && !r.rolls.acquire(client.ObjectKeyFromObject(c), r.MaxOperatorRolls) {
 			obs.reason = etcdv1alpha1.ReasonUpdateQueued
 			obs.message = fmt.Sprintf("This version of Tend runs the members differently; %d cluster(s) are rolled at a time (--etcdcluster-max-operator-rolls) and this one waits for its turn", r.MaxOperatorRolls)
 			s.requeueAfter(requeueSteady)
@@ -199,7 +199,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		u.Revision, u.To, u.CheckJob = rev, version(c), ""
 	}
 	if u.Cause == etcdv1alpha1.UpdateCauseOperator {
-		r.rolls.keep(c.UID) // a roll under way keeps its slot, also after a restart
+		r.rolls.keep(client.ObjectKeyFromObject(c)) // a roll under way keeps its slot, also after a restart
 	}
 
 	if s.upgrade.minor {
@@ -438,7 +438,7 @@ func (r *Reconciler) reconcileCheckJob(ctx context.Context, s *scope, u *etcdv1a
 	switch state, msg := jobStateOf(job); state {
 	case jobComplete:
 		r.event(c, corev1.EventTypeNormal, "UpdateComplete", "Update", "Every member runs %s (revision %s), checked by Job %s; %d leader move(s)", u.To, u.Revision, name, u.LeaderMoves)
-		r.rolls.release(c.UID)
+		r.rolls.release(client.ObjectKeyFromObject(c))
 		obs.update, obs.finished = nil, true
 		obs.reason, obs.message = "", ""
 	case jobFailed:
@@ -493,40 +493,40 @@ func timeOf(t *metav1.Time) time.Time {
 // rolls under way (status.update) take their slots back.
 type rollSlots struct {
 	mu    sync.Mutex
-	taken map[types.UID]bool
+	taken map[types.NamespacedName]bool
 }
 
-// acquire takes a slot for uid if fewer than limit are taken.
-func (s *rollSlots) acquire(uid types.UID, limit int) bool {
+// acquire takes a slot for key if fewer than limit are taken.
+func (s *rollSlots) acquire(key types.NamespacedName, limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.taken[uid] {
+	if s.taken[key] {
 		return true
 	}
 	if len(s.taken) >= max(limit, 1) {
 		return false
 	}
-	s.keepLocked(uid)
+	s.keepLocked(key)
 	return true
 }
 
-// keep marks uid's roll as holding a slot, whatever the bound.
-func (s *rollSlots) keep(uid types.UID) {
+// keep marks key's roll as holding a slot, whatever the bound.
+func (s *rollSlots) keep(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.keepLocked(uid)
+	s.keepLocked(key)
 }
 
-func (s *rollSlots) keepLocked(uid types.UID) {
+func (s *rollSlots) keepLocked(key types.NamespacedName) {
 	if s.taken == nil {
-		s.taken = map[types.UID]bool{}
+		s.taken = map[types.NamespacedName]bool{}
 	}
-	s.taken[uid] = true
+	s.taken[key] = true
 }
 
-// release frees uid's slot.
-func (s *rollSlots) release(uid types.UID) {
+// release frees key's slot.
+func (s *rollSlots) release(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.taken, uid)
+	delete(s.taken, key)
 }

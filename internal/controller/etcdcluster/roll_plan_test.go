@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
@@ -262,13 +263,15 @@ func TestRunsAs(t *testing.T) {
 func TestRollSlots(t *testing.T) {
 	g := NewWithT(t)
 	var s rollSlots
-	g.Expect(s.acquire("a", 1)).To(BeTrue())
-	g.Expect(s.acquire("a", 1)).To(BeTrue(), "a cluster keeps its own slot")
-	g.Expect(s.acquire("b", 1)).To(BeFalse(), "one at a time")
-	s.keep("c") // a roll under way after a restart keeps going
-	g.Expect(s.acquire("b", 2)).To(BeFalse(), "the bound counts it")
-	s.release("a")
-	s.release("c")
-	g.Expect(s.acquire("b", 1)).To(BeTrue())
-	g.Expect(s.acquire("d", 0)).To(BeFalse(), "a bound below one means one")
+	a, b, cl, d := types.NamespacedName{Namespace: "x", Name: "a"}, types.NamespacedName{Namespace: "y", Name: "a"},
+		types.NamespacedName{Namespace: "x", Name: "c"}, types.NamespacedName{Namespace: "x", Name: "d"}
+	g.Expect(s.acquire(a, 1)).To(BeTrue())
+	g.Expect(s.acquire(a, 1)).To(BeTrue(), "a cluster keeps its own slot")
+	g.Expect(s.acquire(b, 1)).To(BeFalse(), "one at a time")
+	s.keep(cl) // a roll under way after a restart keeps going
+	g.Expect(s.acquire(b, 2)).To(BeFalse(), "the bound counts it")
+	s.release(a)
+	s.release(cl)
+	g.Expect(s.acquire(b, 1)).To(BeTrue())
+	g.Expect(s.acquire(d, 0)).To(BeFalse(), "a bound below one means one")
 }

@@ -116,6 +116,18 @@ func deletingCondition(reason, msg string) *metav1.Condition {
 // createDeleteJob starts the Job that deletes b's file.
 func (r *BackupReconciler) createDeleteJob(ctx context.Context, s *backupScope) error {
 	b := s.backup
+	// A pass that read a stale cache may come after the one that deleted
+	// the file, deleted this Job and let the backup go: a Job made now
+	// would outlive its backup, with no pass left to delete it. The backup
+	// as the apiserver has it decides.
+	live := &etcdv1alpha1.EtcdBackup{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b), live); apierrors.IsNotFound(err) ||
+		(err == nil && (live.UID != b.UID || !controllerutil.ContainsFinalizer(live, etcdv1alpha1.BackupFinalizer))) {
+		s.released = true // gone, or going without Tend: nothing to write
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading EtcdBackup %s: %w", b.Name, err)
+	}
 	job := deleteJob(b, r.AgentImage)
 	err := r.Create(ctx, job)
 	switch {

@@ -65,10 +65,12 @@ func TestCacheHoldsTendsObjectsOnly(t *testing.T) {
 			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: `{"data":{"password":"c2VjcmV0"}}`}},
 			Data: map[string][]byte{"password": []byte("secret")}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users"}, Data: map[string]string{"k": "v"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
 	}
 	own := []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tends", Labels: tends}, Data: map[string][]byte{"k": []byte("v")}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tends", Labels: tends}, Data: map[string]string{"k": "v"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tends", Labels: tends}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
 	}
 	for _, obj := range append(users, own...) {
 		g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
@@ -81,6 +83,11 @@ func TestCacheHoldsTendsObjectsOnly(t *testing.T) {
 	g.Eventually(func() error {
 		return cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tends"}, &corev1.ConfigMap{})
 	}).Should(Succeed(), "Tend's ConfigMap is cached")
+	g.Eventually(func() error {
+		return cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tends"}, &corev1.Service{})
+	}).Should(Succeed(), "Tend's Service is cached")
+	err = cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.Service{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the user's Service is not cached: %v", err)
 	err = cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the user's Secret is not cached: %v", err)
 	err = cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.ConfigMap{})

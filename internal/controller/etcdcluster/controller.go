@@ -91,11 +91,11 @@ func PVCCache() cache.ByObject { return manager.WithLabel(LabelCluster) }
 // Controller returns the etcdcluster controller for the manager's registry.
 // opts is read when the manager starts, after the flags are parsed.
 //
-// The cache holds the Secrets and ConfigMaps that Tend made (all labelled
-// by labels()), and every Secret's metadata, so that a change to a user's
-// Secret that spec.tls.secrets names starts a pass. The user's Secrets
-// themselves (Provided mode), and any object of Tend's that lost its
-// label, are read from the apiserver (manager.ReadThrough).
+// The cache holds the Secrets, ConfigMaps and Services that Tend made
+// (all labelled by labels()), and every Secret's metadata, so that a
+// change to a user's Secret that spec.tls.secrets names starts a pass. The
+// user's Secrets themselves (Provided mode), and any object of Tend's that
+// lost its label, are read from the apiserver (manager.ReadThrough).
 func Controller(opts *Options) manager.Controller {
 	return manager.Controller{
 		Name: Name,
@@ -103,11 +103,12 @@ func Controller(opts *Options) manager.Controller {
 			&corev1.PersistentVolumeClaim{}: PVCCache(),
 			&corev1.Secret{}:                manager.MadeByTend(),
 			&corev1.ConfigMap{}:             manager.MadeByTend(),
+			&corev1.Service{}:               manager.MadeByTend(),
 		},
 		Metadata: []client.Object{&corev1.Secret{}},
 		Setup: func(mgr ctrl.Manager) error {
 			r := &Reconciler{
-				Client:               manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{}, &corev1.ConfigMap{}),
+				Client:               manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}),
 				APIReader:            mgr.GetAPIReader(),
 				Recorder:             mgr.GetEventRecorder("tend-etcdcluster"),
 				MemberChangeInterval: opts.MemberChangeInterval,

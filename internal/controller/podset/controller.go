@@ -64,7 +64,10 @@ func PodCache() cache.ByObject { return manager.WithLabel(appsv1alpha1.LabelPodS
 func Controller(opts *Options) manager.Controller {
 	return manager.Controller{
 		Name:  Name,
-		Cache: map[client.Object]cache.ByObject{&corev1.Pod{}: PodCache()},
+		Cache: map[client.Object]cache.ByObject{&corev1.Pod{}: PodCache(), &corev1.Service{}: manager.MadeByTend()},
+		// Every Service's metadata, so that another owner's Service that
+		// holds a leader Service's name starts a pass when it goes.
+		Metadata: []client.Object{&corev1.Service{}},
 		Setup: func(mgr ctrl.Manager) error {
 			r := &Reconciler{
 				Client:    mgr.GetClient(),
@@ -111,7 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A Service event concerns the PodSet that controls it and the one
 		// whose leader Service its name is: when a Service of another owner
 		// that holds that name goes, the PodSet creates its own.
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(podSetsOfService)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(podSetsOfService), builder.OnlyMetadata).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			// A refused create backs off per PodSet from 1s to 5m, so a

@@ -142,12 +142,19 @@ func (r *Reconciler) setRole(ctx context.Context, pod *corev1.Pod, leader bool) 
 // leaderService builds the Service that selects ps's leader pod. It exposes
 // the template's container ports; with none, it is headless, so that the
 // leader's address is still published in DNS and EndpointSlices.
+// labelManagedBy, set to managedByTend, marks the objects that Tend made;
+// the manager caches only those Services (manager.MadeByTend).
+const (
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	managedByTend  = "tend"
+)
+
 func leaderService(ps *appsv1alpha1.PodSet) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      appsv1alpha1.LeaderServiceName(ps.Name),
 			Namespace: ps.Namespace,
-			Labels:    map[string]string{appsv1alpha1.LabelPodSet: ps.Name},
+			Labels:    map[string]string{appsv1alpha1.LabelPodSet: ps.Name, labelManagedBy: managedByTend},
 		},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{
@@ -211,6 +218,11 @@ func (r *Reconciler) reconcileLeaderService(ctx context.Context, ps *appsv1alpha
 	want := leaderService(ps)
 	have := &corev1.Service{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+	if apierrors.IsNotFound(err) && ps.Spec.LeaderElection {
+		// The cache holds only Services that Tend made: one that another
+		// owner made, or an older Tend's without the label, is read live.
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		if !ps.Spec.LeaderElection {
@@ -256,7 +268,7 @@ func (r *Reconciler) reconcileLeaderService(ctx context.Context, ps *appsv1alpha
 	}
 	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
 		equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports) &&
-		have.Labels[appsv1alpha1.LabelPodSet] == ps.Name {
+		have.Labels[appsv1alpha1.LabelPodSet] == ps.Name && have.Labels[labelManagedBy] == managedByTend {
 		return serviceObservation{ready: true}, nil
 	}
 	patch := client.MergeFrom(have.DeepCopy())
@@ -266,6 +278,7 @@ func (r *Reconciler) reconcileLeaderService(ctx context.Context, ps *appsv1alpha
 		have.Labels = map[string]string{}
 	}
 	have.Labels[appsv1alpha1.LabelPodSet] = ps.Name
+	have.Labels[labelManagedBy] = managedByTend // into the cache (an older Tend's lacked it)
 	if err := r.Patch(ctx, have, patch); err != nil {
 		return serviceObservation{}, fmt.Errorf("updating Service %s: %w", want.Name, err)
 	}

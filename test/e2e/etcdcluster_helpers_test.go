@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -476,74 +475,7 @@ func (e *etcdTest) waitEvents(t *testing.T, reasons ...string) {
 	})
 }
 
-// writer puts keys writer/k00001, writer/k00002, ... through one client
-// until stopped, and remembers the writes that etcd acknowledged. A write
-// that fails or is cut short may or may not have happened, so it is only
-// counted.
-type writer struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
-
-	mu      sync.Mutex
-	ok      map[string]string
-	failed  int
-	lastErr error
-}
-
-// startWriter starts a writer on cli; it stops when the test ends, if not
-// before.
-func startWriter(t *testing.T, cli *clientv3.Client) *writer {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &writer{cancel: cancel, done: make(chan struct{}), ok: map[string]string{}}
-	go w.run(ctx, cli)
-	t.Cleanup(func() { _, _, _ = w.stop() })
-	return w
-}
-
-func (w *writer) run(ctx context.Context, cli *clientv3.Client) {
-	defer close(w.done)
-	for i := 1; ctx.Err() == nil; i++ {
-		key, value := fmt.Sprintf("%sk%05d", writerPrefix, i), fmt.Sprintf("v%d", rand.Int64())
-		putCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := cli.Put(putCtx, key, value)
-		cancel()
-		w.mu.Lock()
-		switch {
-		case err == nil:
-			w.ok[key] = value
-		case ctx.Err() == nil:
-			w.failed++
-			w.lastErr = err
-		}
-		w.mu.Unlock()
-		// A steady trickle, not a flood: the node has two cores.
-		pause := 20 * time.Millisecond
-		if err != nil {
-			pause = 200 * time.Millisecond
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(pause):
-		}
-	}
-}
-
-// acked is the number of acknowledged writes so far.
-func (w *writer) acked() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.ok)
-}
-
-// stop stops the writer and returns the acknowledged writes (key: value),
-// the number of failed ones and the last failure.
-func (w *writer) stop() (map[string]string, int, error) {
-	w.once.Do(func() {
-		w.cancel()
-		<-w.done
-	})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return maps.Clone(w.ok), w.failed, w.lastErr
+// startWriter starts a writer of keys under writerPrefix on cli.
+func startWriter(t *testing.T, cli *clientv3.Client) *framework.Writer {
+	return framework.StartWriter(t, cli, writerPrefix)
 }

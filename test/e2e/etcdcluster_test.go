@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -290,42 +289,12 @@ func (e *etcdTest) scalesUnderWrites(t *testing.T) {
 
 	cluster.Kubectl(t, "-n", e.Namespace, "scale", "etcdcluster/"+e.Name, "--replicas=5")
 	e.waitReady(t, 5)
-	t.Logf("Writes acknowledged so far: %d", w.acked())
+	t.Logf("Writes acknowledged so far: %d", w.Acked())
 	e.checkSameData(t)
 
 	cluster.Kubectl(t, "-n", e.Namespace, "scale", "etcdcluster/"+e.Name, "--replicas=3")
 	e.waitReady(t, 3)
-	acked, failed, lastErr := w.stop()
-	t.Logf("The writer wrote %d keys that etcd acknowledged; %d writes failed (the last with %v)", len(acked), failed, lastErr)
-	if len(acked) == 0 {
-		t.Fatalf("etcd acknowledged no write during the scaling (%d failed, the last with %v)", failed, lastErr)
-	}
-
-	// Every acknowledged write reads back, through the client Service.
-	cli := cluster.EtcdClient(t, e.clientTLS(t), e.hosts(t), e.serviceEndpoint())
-	var stored map[string]string
-	cluster.WaitFor(t, time.Minute, "a read of the writer's keys", func(ctx context.Context) (bool, error) {
-		ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
-		defer cancel()
-		resp, err := cli.Get(ctx, writerPrefix, clientv3.WithPrefix())
-		if err != nil {
-			return false, err
-		}
-		stored = map[string]string{}
-		for _, kv := range resp.Kvs {
-			stored[string(kv.Key)] = string(kv.Value)
-		}
-		return true, nil
-	})
-	var lost []string
-	for k, v := range acked {
-		if stored[k] != v {
-			lost = append(lost, fmt.Sprintf("%s=%q (read %q)", k, v, stored[k]))
-		}
-	}
-	if len(lost) > 0 {
-		t.Errorf("%d of %d acknowledged writes are lost, such as %v", len(lost), len(acked), lost[:min(len(lost), 10)])
-	}
+	e.checkAcked(t, e.stopWriter(t, w))
 	e.checkSameData(t)
 
 	// The removed members' volumes go too, once etcd has forgotten them.

@@ -802,11 +802,11 @@ func (e *etcdTest) raftTerms(ctx context.Context, tlsConfig *tls.Config) (map[st
 
 // startLiveWriter starts a writer through the client Service and waits for
 // its first acknowledged writes.
-func (e *etcdTest) startLiveWriter(t *testing.T) *writer {
+func (e *etcdTest) startLiveWriter(t *testing.T) *framework.Writer {
 	t.Helper()
 	w := startWriter(t, cluster.EtcdClient(t, e.clientTLS(t), e.hosts(t), e.serviceEndpoint()))
 	cluster.WaitFor(t, time.Minute, "the writer's first writes", func(context.Context) (bool, error) {
-		if n := w.acked(); n < 10 {
+		if n := w.Acked(); n < 10 {
 			return false, fmt.Errorf("%d acknowledged writes", n)
 		}
 		return true, nil
@@ -816,12 +816,12 @@ func (e *etcdTest) startLiveWriter(t *testing.T) *writer {
 
 // stopWriter stops w and returns its acknowledged writes; it fails the test
 // when there are none.
-func (e *etcdTest) stopWriter(t *testing.T, w *writer) map[string]string {
+func (e *etcdTest) stopWriter(t *testing.T, w *framework.Writer) map[string]string {
 	t.Helper()
-	acked, failed, lastErr := w.stop()
+	acked, failed, lastErr := w.Stop()
 	t.Logf("The writer wrote %d keys that etcd acknowledged; %d writes failed (the last with %v)", len(acked), failed, lastErr)
 	if len(acked) == 0 {
-		t.Fatalf("etcd acknowledged no write during the roll (%d failed, the last with %v)", failed, lastErr)
+		t.Fatalf("etcd acknowledged no write (%d failed, the last with %v)", failed, lastErr)
 	}
 	return acked
 }
@@ -830,14 +830,7 @@ func (e *etcdTest) stopWriter(t *testing.T, w *writer) map[string]string {
 // client Service.
 func (e *etcdTest) checkAcked(t *testing.T, acked map[string]string) {
 	t.Helper()
-	stored := e.readPrefix(t, writerPrefix)
-	var lost []string
-	for k, v := range acked {
-		if stored[k] != v {
-			lost = append(lost, fmt.Sprintf("%s=%q (read %q)", k, v, stored[k]))
-		}
-	}
-	slices.Sort(lost)
+	lost := framework.Lost(acked, e.readPrefix(t, writerPrefix))
 	if len(lost) > 0 {
 		t.Errorf("%d of %d acknowledged writes are lost, such as %v", len(lost), len(acked), lost[:min(len(lost), 10)])
 	}

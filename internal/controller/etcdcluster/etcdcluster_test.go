@@ -166,13 +166,16 @@ func TestProvidedTLSWaitsForTheUsersSecrets(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "byo"}, &appsv1.StatefulSet{})).NotTo(Succeed(),
 		"no member starts without its certificates")
 
-	// The user's Secrets, made here with Tend's own PKI code.
+	// The user's Secrets, made here with Tend's own PKI code, without
+	// Tend's labels: the manager does not cache them, and reads them live.
 	ca, err := newCA(c, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	for name, kind := range map[string]leafKind{"my-server": leafServer, "my-peer": leafPeer, "my-client": leafClient} {
 		leaf, err := newLeaf(c, ca, kind, time.Now())
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(env.Client.Create(ctx, tlsSecret(c, name, leaf, ca))).To(Succeed())
+		secret := tlsSecret(c, name, leaf, ca)
+		secret.Labels = nil
+		g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
 	}
 	// The Secrets' events start a pass: the fix is seen without waiting
 	// for the next health check.
@@ -186,6 +189,18 @@ func TestProvidedTLSWaitsForTheUsersSecrets(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Tend issues nothing in Provided mode, but %s: %v", name, err)
 	}
+
+	// A change to a Secret that Tend does not cache still starts a pass
+	// (through the metadata watch), which reads it and says what is wrong.
+	bad := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-client"}, bad)).To(Succeed())
+	delete(bad.Data, "ca.crt")
+	g.Expect(env.Client.Update(ctx, bad)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, c), etcdv1alpha1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(etcdv1alpha1.ReasonInvalidTLSSecrets))
+		g.Expect(d.Message).To(ContainSubstring("my-client has no ca.crt"))
+	}, 10*time.Second).Should(Succeed())
 }
 
 func TestCertificatesAreRenewedAtTwoThirdsOfTheirLife(t *testing.T) {

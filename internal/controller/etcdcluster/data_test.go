@@ -42,6 +42,37 @@ func memberPVC(g Gomega, c *etcdv1alpha1.EtcdCluster, i int, uid string) *corev1
 	return pvc
 }
 
+// formedPVC makes the claim of member i of a cluster that formed: a member
+// was seen healthy on it, and it carries the member's ID.
+func formedPVC(g Gomega, c *etcdv1alpha1.EtcdCluster, i int) *corev1.PersistentVolumeClaim {
+	pvc := memberPVC(g, c, i, string(c.UID))
+	patch := client.MergeFrom(pvc.DeepCopy())
+	pvc.Annotations = map[string]string{annotationMemberID: "8e9e05c52164694d"}
+	g.Expect(env.Client.Patch(context.Background(), pvc, patch)).To(Succeed())
+	return pvc
+}
+
+// TestDeletingAClusterThatNeverFormedTakesNoSnapshot: a cluster whose
+// members never started (here: envtest runs no pods) holds no data, and
+// its deletion with deletionPolicy Snapshot does not wait for a final
+// backup that could never be taken.
+func TestDeletingAClusterThatNeverFormedTakesNoSnapshot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	c := newCluster(ns, "never", nil)
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	g.Eventually(func() error {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never"}, &appsv1.StatefulSet{})
+	}, wait).Should(Succeed())
+	memberPVC(g, c, 0, string(c.UID)) // made, never marked: no member ran on it
+	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) { gone(g, c) }, wait).Should(Succeed())
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: FinalBackupName(c)}, &etcdv1alpha1.EtcdBackup{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no final backup: %v", err)
+	g.Expect(eventReasons(g, c)).To(ContainElement("FinalSnapshotSkipped"))
+}
+
 func gone(g Gomega, obj client.Object) {
 	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s still exists (%v)", obj, obj.GetName(), err)
@@ -95,7 +126,7 @@ func TestDeleteWithSnapshotTakesTheFinalBackupFirst(t *testing.T) {
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "snap"}}
 	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(sts), sts) }, wait).Should(Succeed())
 	g.Expect(getCluster(g, c).Finalizers).To(ContainElement(finalizerData))
-	pvc := memberPVC(g, c, 0, string(c.UID))
+	pvc := formedPVC(g, c, 0)
 
 	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
 	backup := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: FinalBackupName(getCluster(g, c))}}
@@ -129,6 +160,7 @@ func TestDeleteWaitsWhenTheFinalSnapshotFailsUntilTold(t *testing.T) {
 	g.Eventually(func() error {
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stuck"}, &appsv1.StatefulSet{})
 	}, wait).Should(Succeed())
+	formedPVC(g, c, 0)
 	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
 	backup := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: FinalBackupName(getCluster(g, c))}}
 	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(backup), backup) }, wait).Should(Succeed())

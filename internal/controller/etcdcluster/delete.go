@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -191,6 +192,12 @@ func (r *Reconciler) takeFinalSnapshot(ctx context.Context, s *scope) (bool, err
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("reading StatefulSet %s: %w", statefulSetName(c), err)
 	}
+	if formed, err := r.everFormed(ctx, c); err != nil || !formed {
+		if err == nil {
+			err = r.dropFinalBackup(ctx, c)
+		}
+		return err == nil, err
+	}
 	backup := &etcdv1alpha1.EtcdBackup{}
 	err = r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: FinalBackupName(c)}, backup)
 	if apierrors.IsNotFound(err) {
@@ -222,6 +229,53 @@ func (r *Reconciler) takeFinalSnapshot(ctx context.Context, s *scope) (bool, err
 		return false, nil
 	}
 	return true, nil
+}
+
+// everFormed tells whether c's members ever held data: it was restored
+// from a backup, its init Job was made (a quorum was healthy), or a
+// member's volume claim carries a member ID (a member was seen healthy on
+// it). A cluster that never formed, such as one whose pods a quota
+// refused, has nothing to snapshot, and the final backup would wait for
+// ever for it to become Available.
+func (r *Reconciler) everFormed(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (bool, error) {
+	if restoring(c) {
+		return true, nil
+	}
+	for _, m := range c.Status.Members {
+		if m.VolumeUID != "" {
+			return true, nil
+		}
+	}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: initJobName(c)}, &batchv1.Job{})
+	switch {
+	case err == nil:
+		return true, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("reading Job %s: %w", initJobName(c), err)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
+		return false, fmt.Errorf("listing volume claims: %w", err)
+	}
+	for i := range pvcs.Items {
+		if _, ok := isMemberPVC(c, &pvcs.Items[i]); ok && pvcs.Items[i].Annotations[annotationMemberID] != "" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// dropFinalBackup deletes the final EtcdBackup of a cluster that never
+// formed, if an earlier pass made it: it can hold nothing, and would wait
+// for its cluster for ever. Its file, if any, stays (artifactPolicy Retain).
+func (r *Reconciler) dropFinalBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	backup := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: FinalBackupName(c)}}
+	if err := r.Delete(ctx, backup); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting EtcdBackup %s: %w", backup.Name, err)
+	}
+	r.event(c, corev1.EventTypeNormal, "FinalSnapshotSkipped", "Delete",
+		"Deleting without a final snapshot: the cluster never formed (no init Job, and no member was ever seen healthy), so it holds no data")
+	return nil
 }
 
 func (r *Reconciler) createFinalBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {

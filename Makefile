@@ -71,7 +71,7 @@ verify-cluster:
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-e2e lint ## Everything CI runs: verify, unit, envtest and e2e tests, lint.
+test: verify test-unit test-e2e test-chaos-short lint ## Everything CI runs: verify, unit, envtest, e2e and short chaos tests, lint.
 
 .PHONY: test-unit
 test-unit: toolchain-envtest ## Unit and envtest tests (a real kube-apiserver and etcd).
@@ -82,6 +82,22 @@ test-unit: toolchain-envtest ## Unit and envtest tests (a real kube-apiserver an
 test-e2e: ## End-to-end tests on the local cluster: brings it up, deploys Tend from its image.
 	hack/cluster/up.sh
 	go test -tags e2e $(E2E_TEST_FLAGS) ./test/e2e/...
+
+# The chaos suite prints its table when it ends; go test shows a passing
+# package's output only with -v, so the table goes to a file and is printed.
+CHAOS_TABLE := $(CURDIR)/.cache/chaos/table.txt
+
+.PHONY: chaos
+chaos: ## The chaos suite on the local cluster (docs/reliability.md): 50 manager kills, etcd member kills, leader takeover, fuzzed specs.
+	hack/cluster/up.sh
+	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -timeout 90m ./test/chaos/... -args -chaos.kills=50 -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
+		cat $(CHAOS_TABLE) 2>/dev/null || true; exit $$rc
+
+.PHONY: test-chaos-short
+test-chaos-short: ## The chaos suite's reduced form for CI: a few kills of each kind and a small fuzz.
+	hack/cluster/up.sh
+	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -timeout 30m ./test/chaos/... -args -chaos.short -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
+		cat $(CHAOS_TABLE) 2>/dev/null || true; exit $$rc
 
 .PHONY: bench
 bench: toolchain-envtest ## Run the benchmarks; they print figures and never fail on time.

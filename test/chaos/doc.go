@@ -1,0 +1,21 @@
+//go:build e2e
+
+// Package chaos is Tend's chaos suite (issue 14), on the local cluster (see
+// test/e2e/framework and docs/cluster.md): it kills the manager with SIGKILL
+// at random points of PodSet and EtcdCluster operations, kills etcd members
+// under a writer, kills the leader of two manager replicas, and sends
+// generated invalid and random specs of every kind to the apiserver. Every
+// scenario checks its invariants from what it observes (watches, etcd's own
+// answers, the manager pods' status), counts them, and fails with the
+// evidence when one is broken. The counts are printed as one table at the
+// end of the run (docs/reliability.md).
+//
+// Run it with make chaos (the full counts) or make test-chaos-short (CI's
+// reduced form). The scenarios run one after another, never in parallel: a
+// manager kill disturbs everything on the cluster. The package must not
+// skip: a missing component fails the run.
+//
+// It must not change the cluster beyond its own namespaces, except for the
+// manager's pods (which it kills) and the manager Deployment's replicas
+// (which the leader-election scenario raises to 2 and restores).
+package chaos

@@ -1,0 +1,371 @@
+//go:build e2e
+
+package chaos
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/test/e2e/framework"
+)
+
+// As test/e2e, the suite spells out the names and labels that the
+// EtcdCluster contract promises rather than importing the controller's.
+const (
+	etcdClusterLabel = "etcd.tend.dev/cluster"
+	etcdCallTimeout  = 10 * time.Second
+	writerPrefix     = "writer/"
+	// etcdTimeout bounds a wait for the cluster to settle after a kill.
+	etcdTimeout = 5 * time.Minute
+)
+
+// etcdHandle is one EtcdCluster of a scenario.
+type etcdHandle struct {
+	Namespace, Name string
+}
+
+func (e *etcdHandle) get(ctx context.Context) (*etcdv1alpha1.EtcdCluster, error) {
+	ec := &etcdv1alpha1.EtcdCluster{}
+	return ec, cluster.Client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, ec)
+}
+
+func (e *etcdHandle) serviceEndpoint() string {
+	return fmt.Sprintf("https://%s-client.%s.svc:2379", e.Name, e.Namespace)
+}
+
+func (e *etcdHandle) memberHost(member string) string {
+	return fmt.Sprintf("%s.%s-peer.%s.svc.cluster.local", member, e.Name, e.Namespace)
+}
+
+func (e *etcdHandle) memberEndpoint(member string) string {
+	return "https://" + e.memberHost(member) + ":2379"
+}
+
+func (e *etcdHandle) clientTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	return cluster.SecretTLS(t, e.Namespace, e.Name+"-client-tls")
+}
+
+// hostsNow maps the cluster's DNS names to the addresses this machine
+// reaches (framework.NewEtcdClient), and returns the members with an IP.
+func (e *etcdHandle) hostsNow(ctx context.Context) (map[string]string, []string, error) {
+	svc := &corev1.Service{}
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name + "-client"}, svc); err != nil {
+		return nil, nil, err
+	}
+	hosts := map[string]string{fmt.Sprintf("%s-client.%s.svc", e.Name, e.Namespace): svc.Spec.ClusterIP}
+	pods, err := e.pods(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	for _, p := range pods {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			hosts[e.memberHost(p.Name)] = p.Status.PodIP
+			names = append(names, p.Name)
+		}
+	}
+	return hosts, names, nil
+}
+
+// pods lists the member pods (those of the cluster's StatefulSet), sorted.
+func (e *etcdHandle) pods(ctx context.Context) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := cluster.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels{etcdClusterLabel: e.Name}); err != nil {
+		return nil, err
+	}
+	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool {
+		ref := metav1.GetControllerOf(&p)
+		return ref == nil || ref.Kind != "StatefulSet" || ref.Name != e.Name
+	})
+	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods, nil
+}
+
+// client returns an etcd client of the client Service, closed with t.
+func (e *etcdHandle) client(t *testing.T) *clientv3.Client {
+	t.Helper()
+	hosts, _, err := e.hostsNow(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cluster.EtcdClient(t, e.clientTLS(t), hosts, e.serviceEndpoint())
+}
+
+// waitReady waits until the cluster has settled with n members: the
+// generation observed, Available, not Progressing; n healthy voters named
+// <name>-0 to <name>-n-1; the StatefulSet and its pods Ready; and etcd's own
+// member list of n voters.
+func (e *etcdHandle) waitReady(t *testing.T, n int) {
+	t.Helper()
+	var tlsConfig *tls.Config
+	cluster.WaitFor(t, etcdTimeout, fmt.Sprintf("EtcdCluster %s ready with %d members", e.Name, n), func(ctx context.Context) (bool, error) {
+		ec, err := e.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		if tlsConfig == nil {
+			s := &corev1.Secret{}
+			if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name + "-client-tls"}, s); err != nil {
+				return false, err
+			}
+			if tlsConfig, err = framework.TLSFromSecret(s); err != nil {
+				return false, framework.Stop(err)
+			}
+		}
+		st := ec.Status
+		if st.ObservedGeneration != ec.Generation {
+			return false, fmt.Errorf("status.observedGeneration %d, generation %d", st.ObservedGeneration, ec.Generation)
+		}
+		if c := meta.FindStatusCondition(st.Conditions, etcdv1alpha1.ConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
+			return false, fmt.Errorf("not Available: %+v", c)
+		}
+		if c := meta.FindStatusCondition(st.Conditions, etcdv1alpha1.ConditionProgressing); c == nil || c.Status != metav1.ConditionFalse {
+			return false, fmt.Errorf("still Progressing: %+v", c)
+		}
+		if len(st.Members) != n || st.ReadyMembers != int32(n) {
+			return false, fmt.Errorf("status has %d members, %d ready, want %d: %+v", len(st.Members), st.ReadyMembers, n, st.Members)
+		}
+		for i, m := range st.Members {
+			if want := fmt.Sprintf("%s-%d", e.Name, i); m.Name != want || !m.Healthy || m.Learner {
+				return false, fmt.Errorf("status member %d is %+v, want the healthy voter %s", i, m, want)
+			}
+		}
+		sts := &appsv1.StatefulSet{}
+		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, sts); err != nil {
+			return false, err
+		}
+		if ptr.Deref(sts.Spec.Replicas, 1) != int32(n) || sts.Status.ReadyReplicas != int32(n) {
+			return false, fmt.Errorf("the StatefulSet has %d replicas, %d ready, want %d", ptr.Deref(sts.Spec.Replicas, 1), sts.Status.ReadyReplicas, n)
+		}
+		pods, err := e.pods(ctx)
+		if err != nil {
+			return false, err
+		}
+		if len(pods) != n {
+			return false, fmt.Errorf("%d member pods, want %d", len(pods), n)
+		}
+		members, err := e.memberList(ctx, tlsConfig)
+		if err != nil {
+			return false, err
+		}
+		voters := 0
+		for _, m := range members.Members {
+			if !m.IsLearner {
+				voters++
+			}
+		}
+		if len(members.Members) != n || voters != n {
+			return false, fmt.Errorf("etcd lists %d members, %d voters, want %d", len(members.Members), voters, n)
+		}
+		return true, nil
+	})
+}
+
+func (e *etcdHandle) memberList(ctx context.Context, tlsConfig *tls.Config) (*clientv3.MemberListResponse, error) {
+	hosts, _, err := e.hostsNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := framework.NewEtcdClient(tlsConfig, hosts, e.serviceEndpoint())
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+	defer cancel()
+	return cli.MemberList(ctx)
+}
+
+// checkAcked reads every acknowledged write back through the client
+// Service and returns those that did not read back as written.
+func (e *etcdHandle) checkAcked(t *testing.T, acked map[string]string) []string {
+	t.Helper()
+	cli := e.client(t)
+	var stored map[string]string
+	cluster.WaitFor(t, time.Minute, "a read of the writer's keys", func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+		defer cancel()
+		resp, err := cli.Get(ctx, writerPrefix, clientv3.WithPrefix())
+		if err != nil {
+			return false, err
+		}
+		stored = map[string]string{}
+		for _, kv := range resp.Kvs {
+			stored[string(kv.Key)] = string(kv.Value)
+		}
+		return true, nil
+	})
+	var lost []string
+	for k, v := range acked {
+		if stored[k] != v {
+			lost = append(lost, fmt.Sprintf("%s=%q (read %q)", k, v, stored[k]))
+		}
+	}
+	slices.Sort(lost)
+	return lost
+}
+
+// checkSameData checks that every member hashes the key space at one
+// revision to the same value (HashKV).
+func (e *etcdHandle) checkSameData(t *testing.T) {
+	t.Helper()
+	tlsConfig := e.clientTLS(t)
+	cluster.WaitFor(t, time.Minute, "every member to hash the key space", func(ctx context.Context) (bool, error) {
+		hosts, members, err := e.hostsNow(ctx)
+		if err != nil {
+			return false, err
+		}
+		cli, err := framework.NewEtcdClient(tlsConfig, hosts, e.serviceEndpoint())
+		if err != nil {
+			return false, err
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
+		defer cancel()
+		resp, err := cli.Get(ctx, "any-key")
+		if err != nil {
+			return false, err
+		}
+		rev := resp.Header.Revision
+		if len(members) == 0 {
+			return false, fmt.Errorf("no member pod has an IP")
+		}
+		hashes := map[string]*clientv3.HashKVResponse{}
+		for _, m := range members {
+			h, err := cli.HashKV(ctx, e.memberEndpoint(m), rev)
+			for errors.Is(err, rpctypes.ErrFutureRev) && ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+				h, err = cli.HashKV(ctx, e.memberEndpoint(m), rev)
+			}
+			if err != nil {
+				return false, fmt.Errorf("member %s at revision %d: %w", m, rev, err)
+			}
+			hashes[m] = h
+		}
+		first := hashes[members[0]]
+		for _, m := range members[1:] {
+			h := hashes[m]
+			if h.CompactRevision != first.CompactRevision {
+				return false, fmt.Errorf("members %s and %s are compacted to revisions %d and %d", members[0], m, first.CompactRevision, h.CompactRevision)
+			}
+			if h.Hash != first.Hash {
+				return false, framework.Stop(fmt.Errorf("at revision %d, member %s hashes the key space to %d and %s to %d: their data differ", rev, members[0], first.Hash, m, h.Hash))
+			}
+		}
+		t.Logf("Members %v hash the key space to %d at revision %d", members, first.Hash, rev)
+		return true, nil
+	})
+}
+
+// checkVolumes returns the data volume claims of the cluster that belong
+// to no member of a settled cluster of n: orphans.
+func (e *etcdHandle) orphanClaims(ctx context.Context, n int) ([]string, error) {
+	var list corev1.PersistentVolumeClaimList
+	if err := cluster.Client.List(ctx, &list, client.InNamespace(e.Namespace)); err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for i := range n {
+		want[fmt.Sprintf("data-%s-%d", e.Name, i)] = true
+	}
+	var orphans []string
+	for _, c := range list.Items {
+		if strings.HasPrefix(c.Name, "data-"+e.Name+"-") && !want[c.Name] && c.DeletionTimestamp == nil {
+			orphans = append(orphans, c.Name)
+		}
+	}
+	return orphans, nil
+}
+
+// writer puts keys writer/k00001, writer/k00002, ... until stopped and
+// remembers the writes that etcd acknowledged; a write that fails may or
+// may not have happened, so it is only counted. (test/e2e's writer.)
+type writer struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+
+	mu      sync.Mutex
+	ok      map[string]string
+	failed  int
+	lastErr error
+}
+
+func startWriter(t *testing.T, cli *clientv3.Client) *writer {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &writer{cancel: cancel, done: make(chan struct{}), ok: map[string]string{}}
+	go w.run(ctx, cli)
+	t.Cleanup(func() { _, _, _ = w.stop() })
+	return w
+}
+
+func (w *writer) run(ctx context.Context, cli *clientv3.Client) {
+	defer close(w.done)
+	for i := 1; ctx.Err() == nil; i++ {
+		key, value := fmt.Sprintf("%sk%06d", writerPrefix, i), fmt.Sprintf("v%d", rand.Int64())
+		putCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := cli.Put(putCtx, key, value)
+		cancel()
+		w.mu.Lock()
+		switch {
+		case err == nil:
+			w.ok[key] = value
+		case ctx.Err() == nil:
+			w.failed++
+			w.lastErr = err
+		}
+		w.mu.Unlock()
+		pause := 20 * time.Millisecond
+		if err != nil {
+			pause = 200 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+	}
+}
+
+func (w *writer) acked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ok)
+}
+
+// snapshot returns the acknowledged writes so far, the failed ones and the
+// last failure, without stopping the writer.
+func (w *writer) snapshot() (int, int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ok), w.failed, w.lastErr
+}
+
+func (w *writer) stop() (map[string]string, int, error) {
+	w.once.Do(func() {
+		w.cancel()
+		<-w.done
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.ok), w.failed, w.lastErr
+}

@@ -7,11 +7,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -215,14 +212,7 @@ func (e *etcdHandle) checkAcked(t *testing.T, acked map[string]string) []string 
 		}
 		return true, nil
 	})
-	var lost []string
-	for k, v := range acked {
-		if stored[k] != v {
-			lost = append(lost, fmt.Sprintf("%s=%q (read %q)", k, v, stored[k]))
-		}
-	}
-	slices.Sort(lost)
-	return lost
+	return framework.Lost(acked, stored)
 }
 
 // checkSameData checks that every member hashes the key space at one
@@ -297,75 +287,7 @@ func (e *etcdHandle) orphanClaims(ctx context.Context, n int) ([]string, error) 
 	return orphans, nil
 }
 
-// writer puts keys writer/k00001, writer/k00002, ... until stopped and
-// remembers the writes that etcd acknowledged; a write that fails may or
-// may not have happened, so it is only counted. (test/e2e's writer.)
-type writer struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
-
-	mu      sync.Mutex
-	ok      map[string]string
-	failed  int
-	lastErr error
-}
-
-func startWriter(t *testing.T, cli *clientv3.Client) *writer {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &writer{cancel: cancel, done: make(chan struct{}), ok: map[string]string{}}
-	go w.run(ctx, cli)
-	t.Cleanup(func() { _, _, _ = w.stop() })
-	return w
-}
-
-func (w *writer) run(ctx context.Context, cli *clientv3.Client) {
-	defer close(w.done)
-	for i := 1; ctx.Err() == nil; i++ {
-		key, value := fmt.Sprintf("%sk%06d", writerPrefix, i), fmt.Sprintf("v%d", rand.Int64())
-		putCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := cli.Put(putCtx, key, value)
-		cancel()
-		w.mu.Lock()
-		switch {
-		case err == nil:
-			w.ok[key] = value
-		case ctx.Err() == nil:
-			w.failed++
-			w.lastErr = err
-		}
-		w.mu.Unlock()
-		pause := 20 * time.Millisecond
-		if err != nil {
-			pause = 200 * time.Millisecond
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(pause):
-		}
-	}
-}
-
-func (w *writer) acked() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.ok)
-}
-
-// snapshot returns the acknowledged writes so far, the failed ones and the
-// last failure, without stopping the writer.
-func (w *writer) snapshot() (int, int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.ok), w.failed, w.lastErr
-}
-
-func (w *writer) stop() (map[string]string, int, error) {
-	w.once.Do(func() {
-		w.cancel()
-		<-w.done
-	})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return maps.Clone(w.ok), w.failed, w.lastErr
+// startWriter starts the e2e framework's writer of keys under writerPrefix.
+func startWriter(t *testing.T, cli *clientv3.Client) *framework.Writer {
+	return framework.StartWriter(t, cli, writerPrefix)
 }

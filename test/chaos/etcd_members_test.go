@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/test/e2e/framework"
 )
 
 // newEtcd creates an EtcdCluster of n members in ns, with a short
@@ -93,10 +94,10 @@ func TestEtcdMemberKills(t *testing.T) {
 		e.waitReady(t, n)
 		waitWrites(t, w, 20)
 		r.Runs++
-		t.Logf("Round %d: killed %v (pods deleted too: %t); settled with %d members; %d writes acknowledged so far", i+1, victims, deletePod, n, w.acked())
+		t.Logf("Round %d: killed %v (pods deleted too: %t); settled with %d members; %d writes acknowledged so far", i+1, victims, deletePod, n, w.Acked())
 	}
 
-	acked, failed, lastErr := w.stop()
+	acked, failed, lastErr := w.Stop()
 	r.Acked = len(acked)
 	t.Logf("The writer wrote %d keys that etcd acknowledged; %d writes failed (the last with %v)", len(acked), failed, lastErr)
 	if len(acked) == 0 {
@@ -154,12 +155,12 @@ func etcdRestarts(p *corev1.Pod) int32 {
 
 // waitWrites waits until the writer has n more acknowledged writes: the
 // cluster serves writes again, and the next kill falls among them.
-func waitWrites(t *testing.T, w *writer, n int) {
+func waitWrites(t *testing.T, w *framework.Writer, n int) {
 	t.Helper()
-	want := w.acked() + n
+	want := w.Acked() + n
 	cluster.WaitFor(t, 2*time.Minute, fmt.Sprintf("%d more acknowledged writes", n), func(context.Context) (bool, error) {
-		if got := w.acked(); got < want {
-			_, failed, lastErr := w.snapshot()
+		if got := w.Acked(); got < want {
+			_, failed, lastErr := w.Snapshot()
 			return false, fmt.Errorf("%d acknowledged, %d failed, the last with %w", got, failed, lastErr)
 		}
 		return true, nil

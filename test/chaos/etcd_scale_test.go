@@ -72,11 +72,11 @@ func TestEtcdScaleManagerKills(t *testing.T) {
 		waitWrites(t, w, 20)
 		r.Runs++
 		t.Logf("Kill %d: scale %d → %d, manager %s killed %s in, a new one led after %.1fs; settled; %d writes acknowledged so far",
-			i+1, current, target, k.Pod, delay.Round(time.Millisecond), k.Takeover.Seconds(), w.acked())
+			i+1, current, target, k.Pod, delay.Round(time.Millisecond), k.Takeover.Seconds(), w.Acked())
 		current = target
 	}
 
-	acked, failed, lastErr := w.stop()
+	acked, failed, lastErr := w.Stop()
 	r.Acked = len(acked)
 	t.Logf("The writer wrote %d keys that etcd acknowledged; %d writes failed (the last with %v)", len(acked), failed, lastErr)
 	if len(acked) == 0 {

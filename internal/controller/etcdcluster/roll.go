@@ -3,15 +3,12 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,9 +16,6 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
-
-// The roll marks pods that an older Tend made (adoptUnmarkedPods).
-// +kubebuilder:rbac:groups="",resources=pods,verbs=patch
 
 // defaultMemberTimeout is spec.updateStrategy.memberTimeout's default.
 const defaultMemberTimeout = 5 * time.Minute
@@ -32,109 +26,6 @@ func memberTimeout(c *etcdv1alpha1.EtcdCluster) time.Duration {
 	}
 	return defaultMemberTimeout
 }
-
-// upgradeState is how a change of the etcd version stands: whether it is a
-// minor upgrade, whether etcd supports the path, and its backup.
-type upgradeState struct {
-	// from is the oldest version a member runs; to the spec's.
-	from, to string
-	// minor: a member runs an older minor version than the spec, and none
-	// runs the spec's minor version yet: the upgrade has not started.
-	minor   bool
-	pathErr error
-	// backup is the pre-upgrade EtcdBackup, nil until it exists.
-	backup      *etcdv1alpha1.EtcdBackup
-	backupState backupState
-	backupMsg   string
-}
-
-// hold tells whether the members' template must keep the version they run:
-// a minor upgrade may not start before its path is allowed and its backup
-// is done, and a member that restarts meanwhile (a crash, a node drain)
-// must come back on the version it had.
-func (u upgradeState) hold() bool {
-	return u.minor && (u.pathErr != nil || u.backup == nil || u.backupState != backupDone)
-}
-
-// observeUpgrade reads how a version change stands. The members' own
-// versions decide, not the status: the oldest member is what etcd's
-// upgrade rules are about.
-func (r *Reconciler) observeUpgrade(ctx context.Context, c *etcdv1alpha1.EtcdCluster, views []memberView) (upgradeState, error) {
-	u := upgradeState{from: lowestVersion(views), to: version(c)}
-	if u.from == "" {
-		return u, nil // no member has said its version yet
-	}
-	u.from = "v" + strings.TrimPrefix(u.from, "v")
-	if !isMinorUpgrade(u.from, u.to) {
-		return u, nil
-	}
-	to, _ := parseVersion(u.to)
-	for _, v := range views {
-		if mv, ok := parseVersion(v.Version); ok && mv.minor >= to.minor {
-			return u, nil // the upgrade is under way: its backup was taken
-		}
-	}
-	u.minor = true
-	u.pathErr = checkUpgradePath(u.from, u.to, c.Spec.Auth.Enabled)
-	b := &etcdv1alpha1.EtcdBackup{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: upgradeBackupName(c)}, b)
-	switch {
-	case apierrors.IsNotFound(err):
-		return u, nil
-	case err != nil:
-		return u, fmt.Errorf("reading the pre-upgrade backup: %w", err)
-	}
-	u.backup = b
-	u.backupState, u.backupMsg = finalBackupState(b)
-	return u, nil
-}
-
-// templateCluster is the cluster as the members' template must be built
-// for it: c, or while a minor upgrade is held, c with the version and
-// image that the members run now.
-func templateCluster(c *etcdv1alpha1.EtcdCluster, u upgradeState, runningImage string) *etcdv1alpha1.EtcdCluster {
-	if !u.hold() {
-		return c
-	}
-	held := c.DeepCopy()
-	held.Spec.Version = u.from
-	if runningImage != "" {
-		held.Spec.Image = runningImage
-	}
-	return held
-}
-
-// version is the spec's etcd version.
-func version(c *etcdv1alpha1.EtcdCluster) string {
-	if c.Spec.Version == "" {
-		return etcdv1alpha1.DefaultVersion
-	}
-	return c.Spec.Version
-}
-
-// upgradeBackupName is the EtcdBackup taken before the upgrade to the
-// spec's version.
-func upgradeBackupName(c *etcdv1alpha1.EtcdCluster) string {
-	return fmt.Sprintf("%s-upgrade-%s", c.Name, strings.ReplaceAll(strings.TrimPrefix(version(c), "v"), ".", "-"))
-}
-
-// upgradeBackup is the backup of c before a minor upgrade: to the
-// cluster's backup destination, or to a volume claim of its own, verified.
-// It belongs to the cluster; its file stays when it is deleted.
-func upgradeBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
-	b := finalBackup(c)
-	b.ObjectMeta = metav1.ObjectMeta{Name: upgradeBackupName(c), Namespace: c.Namespace, Labels: b.Labels}
-	if c.Spec.Backup == nil {
-		b.Spec.Destination.Volume.ClaimName = upgradeBackupClaimName(c)
-	}
-	return b
-}
-
-// labelUpgradeBackupOf marks the volume claim of a cluster's pre-upgrade
-// backups. Not the cluster label: it is none of the members' volumes.
-const labelUpgradeBackupOf = "etcd.tend.dev/upgrade-backups-of"
-
-func upgradeBackupClaimName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-upgrade-backups" }
 
 // rollObservation is what the roll phase saw and did, for the status.
 type rollObservation struct {
@@ -282,133 +173,11 @@ func (r *Reconciler) ensureLiveTemplate(ctx context.Context, s *scope, views []m
 	return r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views))
 }
 
-// adoptUnmarkedPods marks the pods that a Tend older than revisions made
-// with the current revision when they already run what it asks (runsAs),
-// so that upgrading Tend restarts no member for an annotation. Pods that
-// run something else stay unmarked and roll, as a new Tend's change.
-func (r *Reconciler) adoptUnmarkedPods(ctx context.Context, s *scope, pods map[string]*corev1.Pod) error {
-	want := statefulSet(s.template(), 0, Bootstrap{}).Spec.Template
-	rev := want.Annotations[etcdv1alpha1.AnnotationMemberRevision]
-	for _, pod := range pods {
-		if _, marked := pod.Annotations[etcdv1alpha1.AnnotationMemberRevision]; marked || pod.DeletionTimestamp != nil || !runsAs(pod, want) {
-			continue
-		}
-		patch := client.MergeFrom(pod.DeepCopy())
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[etcdv1alpha1.AnnotationMemberRevision] = rev
-		if err := r.Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("marking pod %s with its revision: %w", pod.Name, err)
-		}
-	}
-	return nil
-}
-
-// runsAs tells whether pod's etcd container runs what template's does:
-// the same image, command, settings (the bootstrap ones aside) and
-// resources. Those are what a spec or a Tend change alters; fields the
-// apiserver defaults are left out.
-func runsAs(pod *corev1.Pod, template corev1.PodTemplateSpec) bool {
-	find := func(cs []corev1.Container) *corev1.Container {
-		for i := range cs {
-			if cs[i].Name == "etcd" {
-				return &cs[i]
-			}
-		}
-		return nil
-	}
-	have, want := find(pod.Spec.Containers), find(template.Spec.Containers)
-	if have == nil || want == nil {
-		return false
-	}
-	return have.Image == want.Image && slices.Equal(have.Command, want.Command) && slices.Equal(have.Args, want.Args) &&
-		equality.Semantic.DeepEqual(settingsOf(have.Env), settingsOf(want.Env)) &&
-		equality.Semantic.DeepEqual(resourcesOf(have.Resources), resourcesOf(want.Resources))
-}
-
-// settingsOf is env without the bootstrap settings, and with the field
-// references' API version left out, which the apiserver defaults.
-func settingsOf(env []corev1.EnvVar) []corev1.EnvVar {
-	var out []corev1.EnvVar
-	for _, e := range env {
-		if slices.Contains(bootstrapEnv, e.Name) {
-			continue
-		}
-		e = *e.DeepCopy()
-		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
-			e.ValueFrom.FieldRef.APIVersion = ""
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// resourcesOf is r with the requests that the apiserver defaults from the
-// limits filled in.
-func resourcesOf(r corev1.ResourceRequirements) corev1.ResourceRequirements {
-	r = *r.DeepCopy()
-	for name, limit := range r.Limits {
-		if _, ok := r.Requests[name]; !ok {
-			if r.Requests == nil {
-				r.Requests = corev1.ResourceList{}
-			}
-			r.Requests[name] = limit
-		}
-	}
-	return r
-}
-
 // stalledBefore tells whether the last status already said the roll
 // stalled, so that the Warning Event is recorded once per stall.
 func stalledBefore(c *etcdv1alpha1.EtcdCluster) bool {
 	for _, cond := range c.Status.Conditions {
 		if cond.Type == etcdv1alpha1.ConditionDegraded && cond.Reason == etcdv1alpha1.ReasonUpdateStalled && cond.Status == metav1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-// reconcileUpgradeBackup takes the backup that a minor upgrade waits for:
-// the first member restarts only once it is Complete and, when verified,
-// Verified. A failed backup blocks the upgrade until someone deletes it
-// (Tend then takes another) or the spec goes back.
-func (r *Reconciler) reconcileUpgradeBackup(ctx context.Context, s *scope, u *etcdv1alpha1.UpdateStatus, obs *rollObservation) error {
-	c := s.cluster
-	up := s.upgrade
-	name := u.Backup
-	switch {
-	case up.backup == nil:
-		if c.Spec.Backup == nil {
-			pvc := finalSnapshotClaim(c)
-			pvc.Name, pvc.Labels = upgradeBackupClaimName(c), map[string]string{labelUpgradeBackupOf: c.Name, "app.kubernetes.io/managed-by": "tend"}
-			if err := r.createOwned(ctx, c, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-		}
-		if err := r.createOwned(ctx, c, upgradeBackup(c)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		r.event(c, corev1.EventTypeNormal, "UpgradeBackup", "CreateBackup", "Created EtcdBackup %s: the upgrade from %s to %s starts once it is complete and verified", name, up.from, up.to)
-		obs.reason, obs.message = etcdv1alpha1.ReasonBackingUpBeforeUpgrade, fmt.Sprintf("Taking EtcdBackup %s before upgrading from %s to %s", name, up.from, up.to)
-	case up.backupState == backupFailed:
-		obs.reason, obs.degraded = etcdv1alpha1.ReasonUpgradeBlocked, true
-		obs.message = fmt.Sprintf("The upgrade from %s to %s did not start: its backup %s failed (%s). Fix the cause and delete the EtcdBackup (kubectl delete etcdbackup -n %s %s) to take it again",
-			up.from, up.to, name, up.backupMsg, c.Namespace, name)
-		if !blockedBefore(c) {
-			r.event(c, corev1.EventTypeWarning, "UpgradeBlocked", "Update", "The upgrade from %s to %s waits: backup %s failed", up.from, up.to, name)
-		}
-	default:
-		obs.reason, obs.message = etcdv1alpha1.ReasonBackingUpBeforeUpgrade, fmt.Sprintf("Waiting for EtcdBackup %s to complete and be verified before upgrading from %s to %s", name, up.from, up.to)
-	}
-	s.requeueAfter(requeueUnreachable)
-	return nil
-}
-
-func blockedBefore(c *etcdv1alpha1.EtcdCluster) bool {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == etcdv1alpha1.ConditionDegraded && cond.Reason == etcdv1alpha1.ReasonUpgradeBlocked && cond.Status == metav1.ConditionTrue {
 			return true
 		}
 	}

@@ -5,14 +5,12 @@ package chaos
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -202,15 +200,9 @@ func (e *etcdHandle) checkAcked(t *testing.T, acked map[string]string) []string 
 	cluster.WaitFor(t, time.Minute, "a read of the writer's keys", func(ctx context.Context) (bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
 		defer cancel()
-		resp, err := cli.Get(ctx, writerPrefix, clientv3.WithPrefix())
-		if err != nil {
-			return false, err
-		}
-		stored = map[string]string{}
-		for _, kv := range resp.Kvs {
-			stored[string(kv.Key)] = string(kv.Value)
-		}
-		return true, nil
+		var err error
+		stored, err = framework.ReadPrefix(ctx, cli, writerPrefix)
+		return err == nil, err
 	})
 	return framework.Lost(acked, stored)
 }
@@ -232,37 +224,11 @@ func (e *etcdHandle) checkSameData(t *testing.T) {
 		defer cli.Close()
 		ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
 		defer cancel()
-		resp, err := cli.Get(ctx, "any-key")
+		rev, hash, err := framework.HashesAgree(ctx, cli, members, e.memberEndpoint)
 		if err != nil {
 			return false, err
 		}
-		rev := resp.Header.Revision
-		if len(members) == 0 {
-			return false, fmt.Errorf("no member pod has an IP")
-		}
-		hashes := map[string]*clientv3.HashKVResponse{}
-		for _, m := range members {
-			h, err := cli.HashKV(ctx, e.memberEndpoint(m), rev)
-			for errors.Is(err, rpctypes.ErrFutureRev) && ctx.Err() == nil {
-				time.Sleep(100 * time.Millisecond)
-				h, err = cli.HashKV(ctx, e.memberEndpoint(m), rev)
-			}
-			if err != nil {
-				return false, fmt.Errorf("member %s at revision %d: %w", m, rev, err)
-			}
-			hashes[m] = h
-		}
-		first := hashes[members[0]]
-		for _, m := range members[1:] {
-			h := hashes[m]
-			if h.CompactRevision != first.CompactRevision {
-				return false, fmt.Errorf("members %s and %s are compacted to revisions %d and %d", members[0], m, first.CompactRevision, h.CompactRevision)
-			}
-			if h.Hash != first.Hash {
-				return false, framework.Stop(fmt.Errorf("at revision %d, member %s hashes the key space to %d and %s to %d: their data differ", rev, members[0], first.Hash, m, h.Hash))
-			}
-		}
-		t.Logf("Members %v hash the key space to %d at revision %d", members, first.Hash, rev)
+		t.Logf("Members %v hash the key space to %d at revision %d", members, hash, rev)
 		return true, nil
 	})
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -861,15 +860,9 @@ func (e *etcdTest) readPrefix(t *testing.T, prefix string) map[string]string {
 	cluster.WaitFor(t, time.Minute, "a read of the keys under "+prefix, func(ctx context.Context) (bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, etcdCallTimeout)
 		defer cancel()
-		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
-		if err != nil {
-			return false, err
-		}
-		stored = map[string]string{}
-		for _, kv := range resp.Kvs {
-			stored[string(kv.Key)] = string(kv.Value)
-		}
-		return true, nil
+		var err error
+		stored, err = framework.ReadPrefix(ctx, cli, prefix)
+		return err == nil, err
 	})
 	return stored
 }

@@ -78,16 +78,12 @@ func TestLeaderElectionTakeover(t *testing.T) {
 // with its stale cache. It must find out that it lost the Lease before it
 // writes anything: a watch of the pods must see none above the spec.
 //
-// This fails today (docs/reliability.md, defect D1): the thawed leader's
-// workers reconcile before its Lease renewal fails. Under -chaos.short
-// (make test) it is skipped with that reason, so that CI stays a signal for
-// the rest; make chaos runs it.
+// This fails today in about half the runs (docs/reliability.md, defect
+// D1): the thawed leader's workers reconcile before its Lease renewal
+// fails. make test-chaos-short leaves it out by name (go test -skip, in the
+// Makefile), so that CI stays a signal for the rest; make chaos runs it.
 func TestLeaderFrozenPastLease(t *testing.T) {
 	r := scenario(t, "2 manager replicas, leader SIGSTOP past its Lease")
-	if *flagShort {
-		r.Result = "SKIP (D1)"
-		t.Skip("known defect D1 (docs/reliability.md): a leader frozen past its Lease writes when it thaws; make chaos runs this")
-	}
 	ctx := t.Context()
 	ns := cluster.Namespace(t)
 	setManagerReplicas(t, 2)

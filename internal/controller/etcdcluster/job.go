@@ -60,13 +60,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](6),
 			Template: corev1.PodTemplateSpec{
-				// Not the members' labels: the Services and the budget
-				// must not select this pod.
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-					"app.kubernetes.io/name":       "etcd-init",
-					"app.kubernetes.io/instance":   c.Name,
-					"app.kubernetes.io/managed-by": "tend",
-				}},
+				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-init")},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
@@ -106,37 +100,18 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 			// The record of the check outlives the roll a while; the next
 			// roll has a Job of another name.
 			TTLSecondsAfterFinished: ptr.To[int32](24 * 3600),
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-				Action:      batchv1.PodFailurePolicyActionFailJob,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{agent.ExitTerminal}},
-			}}},
+			PodFailurePolicy: failOnTerminalExit(),
 			Template: corev1.PodTemplateSpec{
-				// Not the members' labels: the Services and the budget
-				// must not select this pod.
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-					"app.kubernetes.io/name":       "etcd-check",
-					"app.kubernetes.io/instance":   c.Name,
-					"app.kubernetes.io/managed-by": "tend",
-				}},
+				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-check")},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
 					SecurityContext:              podspec.PodSecurity(),
-					Containers: []corev1.Container{{
-						Name:                     "check",
-						Image:                    agentImage,
-						ImagePullPolicy:          corev1.PullIfNotPresent,
-						Command:                  append([]string{podspec.AgentBinary}, args...),
-						Env:                      env,
-						SecurityContext:          podspec.ContainerSecurity(),
-						TerminationMessagePath:   agent.TerminationMessagePath,
-						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "connection", MountPath: podspec.ConnectionDir, ReadOnly: true},
-							{Name: "client-tls", MountPath: podspec.ClientTLSDir, ReadOnly: true},
-						},
-					}},
+					Containers: []corev1.Container{agentStep(agentImage, "check", args, env, []corev1.VolumeMount{
+						{Name: "connection", MountPath: podspec.ConnectionDir, ReadOnly: true},
+						{Name: "client-tls", MountPath: podspec.ClientTLSDir, ReadOnly: true},
+					})},
 					Volumes: []corev1.Volume{
 						{Name: "connection", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 							LocalObjectReference: corev1.LocalObjectReference{Name: ConnectionName(c)},
@@ -148,5 +123,41 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 				},
 			},
 		},
+	}
+}
+
+// agentStep is a container that runs the Tend agent step args (`tend
+// check`, `tend restore install`, ...) from agentImage; its Result comes
+// back in the termination message.
+func agentStep(agentImage, name string, args []string, env []corev1.EnvVar, mounts []corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
+		Name:                     name,
+		Image:                    agentImage,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		Command:                  append([]string{podspec.AgentBinary}, args...),
+		Env:                      env,
+		VolumeMounts:             mounts,
+		SecurityContext:          podspec.ContainerSecurity(),
+		TerminationMessagePath:   agent.TerminationMessagePath,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+	}
+}
+
+// failOnTerminalExit fails a Job at once when an agent step exits with
+// agent.ExitTerminal: a retry cannot help.
+func failOnTerminalExit() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action:      batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{agent.ExitTerminal}},
+	}}}
+}
+
+// jobPodLabels label the pods of a cluster's Jobs: not the members'
+// labels, so that the Services and the budget never select them.
+func jobPodLabels(c *etcdv1alpha1.EtcdCluster, name string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":       name,
+		"app.kubernetes.io/instance":   c.Name,
+		"app.kubernetes.io/managed-by": "tend",
 	}
 }

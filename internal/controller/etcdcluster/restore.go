@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -92,17 +91,7 @@ func restoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentIma
 	id := string(c.UID)
 	mounts := []corev1.VolumeMount{{Name: dataVolume, MountPath: dataDir}, {Name: "scratch", MountPath: podspec.ScratchDir}}
 	tend := func(name string, args []string, env []corev1.EnvVar, extra []corev1.VolumeMount) corev1.Container {
-		return corev1.Container{
-			Name:                     name,
-			Image:                    agentImage,
-			ImagePullPolicy:          corev1.PullIfNotPresent,
-			Command:                  append([]string{podspec.AgentBinary}, args...),
-			Env:                      env,
-			VolumeMounts:             append(append([]corev1.VolumeMount{}, mounts...), extra...),
-			SecurityContext:          podspec.ContainerSecurity(),
-			TerminationMessagePath:   agent.TerminationMessagePath,
-			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		}
+		return agentStep(agentImage, name, args, env, append(append([]corev1.VolumeMount{}, mounts...), extra...))
 	}
 	fetch := []string{"fetch", "--from=" + src.loc.AgentURI, "--compression=" + string(cmp.Or(src.compression, etcdv1alpha1.CompressionNone)),
 		"--out=" + podspec.ScratchDir + "/snapshot.db"}
@@ -134,18 +123,9 @@ func restoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentIma
 		ObjectMeta: meta(c, restoreJobName(c, i)),
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](2),
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-				Action:      batchv1.PodFailurePolicyActionFailJob,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{agent.ExitTerminal}},
-			}}},
+			PodFailurePolicy: failOnTerminalExit(),
 			Template: corev1.PodTemplateSpec{
-				// Not the members' labels: the Services and the budget
-				// must not select this pod.
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-					"app.kubernetes.io/name":       "etcd-restore",
-					"app.kubernetes.io/instance":   c.Name,
-					"app.kubernetes.io/managed-by": "tend",
-				}},
+				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-restore")},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),

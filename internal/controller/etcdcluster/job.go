@@ -100,7 +100,7 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 			// The record of the check outlives the roll a while; the next
 			// roll has a Job of another name.
 			TTLSecondsAfterFinished: ptr.To[int32](24 * 3600),
-			PodFailurePolicy: failOnTerminalExit(),
+			PodFailurePolicy:        failOnTerminalExit(),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-check")},
 				Spec: corev1.PodSpec{

@@ -122,7 +122,7 @@ func restoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentIma
 	return &batchv1.Job{
 		ObjectMeta: meta(c, restoreJobName(c, i)),
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](2),
+			BackoffLimit:     ptr.To[int32](2),
 			PodFailurePolicy: failOnTerminalExit(),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-restore")},

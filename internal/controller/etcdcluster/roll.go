@@ -46,14 +46,20 @@ type rollObservation struct {
 // short anywhere is picked up by the next.
 func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, views []memberView, data memberData) error {
 	c := s.cluster
-	if err := r.adoptUnmarkedPods(ctx, s, data.pods); err != nil {
+	// The members' template as the StatefulSet gets it now, built once.
+	want := statefulSet(s.template(), 0, Bootstrap{}).Spec.Template
+	current := want.Annotations[etcdv1alpha1.AnnotationMemberRevision]
+	if err := r.adoptUnmarkedPods(ctx, want, data.pods); err != nil {
 		return err
 	}
 	// The pods are compared with the template they would get now (held at
 	// the running version while a minor upgrade waits); the roll is
 	// recorded with the revision the spec asks for.
-	members, outdated, unmarked := rollMembersOf(c, views, data.pods, memberRevision(s.template()))
-	rev := memberRevision(c)
+	members, outdated, unmarked := rollMembersOf(c, views, data.pods, current)
+	rev := current
+	if s.target != nil {
+		rev = memberRevision(c)
+	}
 	u := c.Status.Update.DeepCopy()
 	obs := &rollObservation{update: u}
 	s.obs.roll = obs
@@ -130,7 +136,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		}
 		s.requeueAfter(requeueUnreachable)
 	case rollRestart:
-		if err := r.ensureLiveTemplate(ctx, s, views); err != nil {
+		if err := r.ensureLiveTemplate(ctx, s, views, current); err != nil {
 			return err
 		}
 		pod := data.pods[action.member.Name]
@@ -159,12 +165,11 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 // StatefulSet already looked current, and a cache that lagged a change
 // (this one, or one made and undone since) would have the pod come back
 // on the template before, for a restart more.
-func (r *Reconciler) ensureLiveTemplate(ctx context.Context, s *scope, views []memberView) error {
+func (r *Reconciler) ensureLiveTemplate(ctx context.Context, s *scope, views []memberView, want string) error {
 	live := &appsv1.StatefulSet{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.sts), live); err != nil {
 		return fmt.Errorf("reading StatefulSet %s: %w", s.sts.Name, err)
 	}
-	want := memberRevision(s.template())
 	if live.Spec.Template.Annotations[etcdv1alpha1.AnnotationMemberRevision] == want {
 		return nil
 	}

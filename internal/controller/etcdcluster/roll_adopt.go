@@ -19,8 +19,7 @@ import (
 // with the current revision when they already run what it asks (runsAs),
 // so that upgrading Tend restarts no member for an annotation. Pods that
 // run something else stay unmarked and roll, as a new Tend's change.
-func (r *Reconciler) adoptUnmarkedPods(ctx context.Context, s *scope, pods map[string]*corev1.Pod) error {
-	want := statefulSet(s.template(), 0, Bootstrap{}).Spec.Template
+func (r *Reconciler) adoptUnmarkedPods(ctx context.Context, want corev1.PodTemplateSpec, pods map[string]*corev1.Pod) error {
 	rev := want.Annotations[etcdv1alpha1.AnnotationMemberRevision]
 	for _, pod := range pods {
 		if _, marked := pod.Annotations[etcdv1alpha1.AnnotationMemberRevision]; marked || pod.DeletionTimestamp != nil || !runsAs(pod, want) {

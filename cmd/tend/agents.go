@@ -25,7 +25,7 @@ import (
 //	tend backup          --connection-dir --client-tls-dir --to=URI [--s3-*] --compression --owner [--result-file] [--timeout]
 //	tend fetch           (--from=URI --compression [--sha256] | --from-result=FILE) [--s3-*] --out [--timeout]
 //	tend verify          --local-endpoint --connection-dir --client-tls-dir --backup-result=FILE [--timeout]  (env ETCD_ROOT_PASSWORD)
-//	tend restore prepare --data-dir --id
+//	tend restore prepare --data-dir --id [--replace]
 //	tend restore install --data-dir --id
 //	tend artifact delete --uri=URI [--s3-*] --owner [--timeout]
 //	tend check           --connection-dir --client-tls-dir --version=vX.Y.Z [--timeout]  (env ETCD_ROOT_PASSWORD)
@@ -251,12 +251,13 @@ func bindCheck(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Resul
 	}
 }
 
-func bindRestore(step func(dataDir, id string) (agent.Result, error)) func(*flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+func bindRestore(step func(dataDir, id string, replace bool) (agent.Result, error)) func(*flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
 	return func(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
 		dataDir := fs.String("data-dir", "/var/lib/etcd", "the member's data directory, on its volume")
 		id := fs.String("id", "", "the restore's id; a retry of the same restore finds its work done")
+		replace := fs.Bool("replace", false, "prepare: move member data that another restore (or none) installed aside, for an in-place restore; install removes it")
 		return func(context.Context, logr.Logger) (agent.Result, error) {
-			return step(*dataDir, *id)
+			return step(*dataDir, *id, *replace)
 		}
 	}
 }

@@ -18,6 +18,9 @@ const (
 	// RestoredMarker records the id of the restore that installed the
 	// data: <data-dir>/.tend-restored.
 	RestoredMarker = ".tend-restored"
+	// ReplacedDir holds the member data that an in-place restore
+	// replaces, from prepare until install: <data-dir>/.tend-replaced.
+	ReplacedDir = ".tend-replaced"
 	// memberDir is etcd's data, under the data directory.
 	memberDir = "member"
 )
@@ -28,12 +31,20 @@ const (
 // that the restore id did not install. A dataDir that this id already
 // installed is fine: the pod is a retry, and Install will find its work
 // done.
-func Prepare(dataDir, id string) (Result, error) {
+//
+// With replace (an in-place restore of an existing cluster), member data
+// that id did not install is moved aside to <dataDir>/.tend-replaced
+// instead, where it stays until Install succeeds.
+func Prepare(dataDir, id string, replace bool) (Result, error) {
 	r := Result{Op: OpPrepare}
 	if err := checkRestoreArgs(dataDir, id); err != nil {
 		return r, err
 	}
-	if err := checkMember(dataDir, id); err != nil {
+	err := checkMember(dataDir, id)
+	if err != nil && replace && errors.Is(err, ErrRefused) {
+		err = moveAside(dataDir)
+	}
+	if err != nil {
 		return r, err
 	}
 	if err := os.RemoveAll(filepath.Join(dataDir, RestoreDir)); err != nil {
@@ -42,13 +53,34 @@ func Prepare(dataDir, id string) (Result, error) {
 	return r, nil
 }
 
+// moveAside moves dataDir's member data to <dataDir>/.tend-replaced, in
+// place of what an earlier restore left there, and forgets which restore
+// installed it.
+func moveAside(dataDir string) error {
+	replaced := filepath.Join(dataDir, ReplacedDir)
+	if err := os.RemoveAll(replaced); err != nil {
+		return fmt.Errorf("removing older replaced data: %w", err)
+	}
+	if err := os.Mkdir(replaced, 0o700); err != nil {
+		return fmt.Errorf("making %s: %w", replaced, err)
+	}
+	if err := os.Rename(filepath.Join(dataDir, memberDir), filepath.Join(replaced, memberDir)); err != nil {
+		return fmt.Errorf("moving the replaced data aside: %w", err)
+	}
+	if err := os.Remove(filepath.Join(dataDir, RestoredMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the replaced data's restore marker: %w", err)
+	}
+	return syncDir(dataDir)
+}
+
 // Install moves the restored <dataDir>/.tend-restore/member to
 // <dataDir>/member. It records id in <dataDir>/.tend-restored first, so
 // that a pod that is retried after the move finds its own work done; the
 // move is a rename on one volume, so the member directory is either
 // absent or whole. Member data that id did not install is refused, as
-// terminal.
-func Install(dataDir, id string) (Result, error) {
+// terminal. Data that Prepare moved aside is removed once the restored
+// data is in place.
+func Install(dataDir, id string, _ bool) (Result, error) {
 	r := Result{Op: OpInstall}
 	if err := checkRestoreArgs(dataDir, id); err != nil {
 		return r, err
@@ -63,10 +95,7 @@ func Install(dataDir, id string) (Result, error) {
 			return r, refuseMember(dataDir, installed, id)
 		}
 		// Done before: clean up what a retry of the restore left.
-		if err := os.RemoveAll(filepath.Join(dataDir, RestoreDir)); err != nil {
-			return r, err
-		}
-		return r, nil
+		return r, removeLeftovers(dataDir)
 	}
 	restored := filepath.Join(dataDir, RestoreDir, memberDir)
 	fi, err := os.Stat(restored)
@@ -85,10 +114,18 @@ func Install(dataDir, id string) (Result, error) {
 	if err := syncDir(dataDir); err != nil {
 		return r, err
 	}
-	if err := os.RemoveAll(filepath.Join(dataDir, RestoreDir)); err != nil {
-		return r, err
+	return r, removeLeftovers(dataDir)
+}
+
+// removeLeftovers removes the restore's working copy and the data it
+// replaced.
+func removeLeftovers(dataDir string) error {
+	for _, dir := range []string{RestoreDir, ReplacedDir} {
+		if err := os.RemoveAll(filepath.Join(dataDir, dir)); err != nil {
+			return err
+		}
 	}
-	return r, nil
+	return nil
 }
 
 func checkRestoreArgs(dataDir, id string) error {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,11 +36,11 @@ func TestPrepareInstall(t *testing.T) {
 	}
 	job := func(id string) error {
 		t.Helper()
-		if _, err := Prepare(dataDir, id); err != nil {
+		if _, err := Prepare(dataDir, id, false); err != nil {
 			return err
 		}
 		restore()
-		r, err := Install(dataDir, id)
+		r, err := Install(dataDir, id, false)
 		g.Expect(r.Op).To(Equal(OpInstall))
 		return err
 	}
@@ -59,16 +60,16 @@ func TestPrepareInstall(t *testing.T) {
 	again, err := os.ReadFile(db)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(installed))
-	_, err = Install(dataDir, "restore-1")
+	_, err = Install(dataDir, "restore-1", false)
 	g.Expect(err).NotTo(HaveOccurred(), "install alone, again")
 
 	// Another restore is refused, for good, at either step.
-	_, err = Prepare(dataDir, "restore-2")
+	_, err = Prepare(dataDir, "restore-2", false)
 	g.Expect(err).To(MatchError(ErrRefused))
 	g.Expect(err).To(MatchError(ContainSubstring("restore restore-1 installed, not restore restore-2")))
 	g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
 	g.Expect(os.MkdirAll(filepath.Join(dataDir, RestoreDir, "member"), 0o700)).To(Succeed())
-	_, err = Install(dataDir, "restore-2")
+	_, err = Install(dataDir, "restore-2", false)
 	g.Expect(err).To(MatchError(ErrRefused))
 	g.Expect(os.RemoveAll(filepath.Join(dataDir, RestoreDir))).To(Succeed())
 
@@ -95,17 +96,17 @@ func TestPrepareInstallRefusals(t *testing.T) {
 		g := NewWithT(t)
 		dataDir := t.TempDir()
 		g.Expect(os.MkdirAll(filepath.Join(dataDir, "member", "wal"), 0o700)).To(Succeed())
-		_, err := Prepare(dataDir, "restore-1")
+		_, err := Prepare(dataDir, "restore-1", false)
 		g.Expect(err).To(MatchError(ErrRefused))
 		g.Expect(err).To(MatchError(ContainSubstring("no restore installed")))
-		_, err = Install(dataDir, "restore-1")
+		_, err = Install(dataDir, "restore-1", false)
 		g.Expect(err).To(MatchError(ErrRefused))
 		g.Expect(filepath.Join(dataDir, "member", "wal")).To(BeADirectory(), "left alone")
 	})
 	t.Run("install without a restore", func(t *testing.T) {
 		g := NewWithT(t)
 		dataDir := t.TempDir()
-		_, err := Install(dataDir, "restore-1")
+		_, err := Install(dataDir, "restore-1", false)
 		g.Expect(err).To(MatchError(ContainSubstring("did etcdutl snapshot restore run?")))
 		g.Expect(ExitCode(err)).To(Equal(ExitFailed))
 		g.Expect(filepath.Join(dataDir, RestoredMarker)).NotTo(BeAnExistingFile())
@@ -114,16 +115,53 @@ func TestPrepareInstallRefusals(t *testing.T) {
 		g := NewWithT(t)
 		dataDir := t.TempDir()
 		g.Expect(os.WriteFile(filepath.Join(dataDir, RestoredMarker), []byte("restore-0\n"), 0o600)).To(Succeed())
-		_, err := Prepare(dataDir, "restore-1")
+		_, err := Prepare(dataDir, "restore-1", false)
 		g.Expect(err).NotTo(HaveOccurred(), "nothing of restore-0's is left to protect")
 	})
 	t.Run("bad arguments", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, args := range [][2]string{{"relative", "id"}, {t.TempDir(), ""}, {t.TempDir(), "two\nlines"}} {
-			_, err := Prepare(args[0], args[1])
+			_, err := Prepare(args[0], args[1], false)
 			g.Expect(err).To(MatchError(ErrInvalid), "%q", args)
-			_, err = Install(args[0], args[1])
+			_, err = Install(args[0], args[1], false)
 			g.Expect(err).To(MatchError(ErrInvalid), "%q", args)
 		}
 	})
+}
+
+// TestPrepareReplace: an in-place restore moves the member data it
+// replaces aside, keeps it until the restored data is installed, and a
+// retried prepare after the move finds nothing more to do.
+func TestPrepareReplace(t *testing.T) {
+	t.Parallel()
+	for _, installedBefore := range []string{"", "restore-0"} {
+		t.Run("installed by "+cmp.Or(installedBefore, "no restore"), func(t *testing.T) {
+			g := NewWithT(t)
+			dataDir := t.TempDir()
+			old := filepath.Join(dataDir, "member", "wal", "0.wal")
+			g.Expect(os.MkdirAll(filepath.Dir(old), 0o700)).To(Succeed())
+			g.Expect(os.WriteFile(old, []byte("old"), 0o600)).To(Succeed())
+			if installedBefore != "" {
+				g.Expect(os.WriteFile(filepath.Join(dataDir, RestoredMarker), []byte(installedBefore+"\n"), 0o600)).To(Succeed())
+			}
+
+			_, err := Prepare(dataDir, "restore-1", true)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(filepath.Join(dataDir, ReplacedDir, "member", "wal", "0.wal")).To(BeAnExistingFile(), "kept until install")
+			g.Expect(filepath.Join(dataDir, "member")).NotTo(BeADirectory())
+			_, err = Prepare(dataDir, "restore-1", true)
+			g.Expect(err).NotTo(HaveOccurred(), "a retried prepare")
+			g.Expect(filepath.Join(dataDir, ReplacedDir, "member", "wal", "0.wal")).To(BeAnExistingFile(), "a retry keeps what the first moved aside")
+
+			// etcdutl's place in the Job: restored data appears.
+			g.Expect(os.MkdirAll(filepath.Join(dataDir, RestoreDir, "member", "snap"), 0o700)).To(Succeed())
+			_, err = Install(dataDir, "restore-1", true)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(filepath.Join(dataDir, "member", "snap")).To(BeADirectory())
+			g.Expect(filepath.Join(dataDir, ReplacedDir)).NotTo(BeADirectory(), "removed once installed")
+			marker, err := os.ReadFile(filepath.Join(dataDir, RestoredMarker))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(marker)).To(Equal("restore-1\n"))
+		})
+	}
 }

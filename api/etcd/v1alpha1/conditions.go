@@ -103,6 +103,21 @@ const (
 	// ReasonUpdateCheckFailed: the check Job after a roll failed.
 	ReasonUpdateCheckFailed = "UpdateCheckFailed"
 
+	// ReasonRecoveryPlanned: the quorum is lost and a recovery is possible;
+	// the message names the plan and how to approve it (Manual), or when
+	// Tend starts it (Auto).
+	ReasonRecoveryPlanned = "RecoveryPlanned"
+	// ReasonRecoveryBlocked: the quorum is lost but Tend will not recover:
+	// members it would give up may still vote (they run, but do not
+	// answer), or there is nothing to recover from.
+	ReasonRecoveryBlocked = "RecoveryBlocked"
+	// ReasonRecovering: an in-place restore or a quorum-loss recovery runs;
+	// status.recovery says which and how far.
+	ReasonRecovering = "Recovering"
+	// ReasonRecoveryFailed: an in-place restore or a recovery failed; the
+	// members stay stopped until another restore completes.
+	ReasonRecoveryFailed = "RecoveryFailed"
+
 	// ReasonDeletingMembers: the final backup is done (or not wanted) and
 	// the members and volumes are being deleted.
 	ReasonDeletingMembers = "DeletingMembers"
@@ -118,6 +133,11 @@ const (
 	// start its members on volumes left by an older cluster of the same
 	// name.
 	AnnotationAdoptVolumes = "etcd.tend.dev/adopt-volumes"
+	// AnnotationRecoverFrom approves the recovery of a cluster that lost its
+	// quorum (spec.quorumLoss.policy Manual): "member/<pod name>" keeps that
+	// surviving member's data, "backup/<EtcdBackup name>" restores the
+	// backup. Tend still acts only when its guard allows.
+	AnnotationRecoverFrom = "etcd.tend.dev/recover-from"
 )
 
 // AnnotationMemberRevision on a member pod (from the StatefulSet's
@@ -127,12 +147,13 @@ const AnnotationMemberRevision = "etcd.tend.dev/member-revision"
 
 // Phases, for display only.
 const (
-	PhaseCreating  = "Creating"
-	PhaseRunning   = "Running"
-	PhaseScaling   = "Scaling"
-	PhaseUpdating  = "Updating"
-	PhaseDegraded  = "Degraded"
-	PhasePaused    = "Paused"
-	PhaseRestoring = "Restoring"
-	PhaseDeleting  = "Deleting"
+	PhaseCreating   = "Creating"
+	PhaseRunning    = "Running"
+	PhaseScaling    = "Scaling"
+	PhaseUpdating   = "Updating"
+	PhaseDegraded   = "Degraded"
+	PhasePaused     = "Paused"
+	PhaseRestoring  = "Restoring"
+	PhaseRecovering = "Recovering"
+	PhaseDeleting   = "Deleting"
 )

@@ -74,6 +74,13 @@ type EtcdClusterSpec struct {
 	// +optional
 	MemberReplacement MemberReplacement `json:"memberReplacement,omitempty"`
 
+	// QuorumLoss says what Tend does when fewer than a quorum of voting
+	// members are healthy for good: by default it reports a recovery plan
+	// and waits for a person to approve it.
+	// +kubebuilder:default={policy: Manual, after: "5m"}
+	// +optional
+	QuorumLoss QuorumLoss `json:"quorumLoss,omitempty"`
+
 	// UpdateStrategy says how a change of what the members run (version,
 	// image, resources, options, pod template) reaches them: one member at
 	// a time, each restarted only when the cluster can spare it.
@@ -213,6 +220,38 @@ type MemberReplacement struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.memberReplacement.unhealthyFor must be at least 10s: a member needs that long to restart"
 	// +optional
 	UnhealthyFor *metav1.Duration `json:"unhealthyFor,omitempty"`
+}
+
+// QuorumLossPolicy says whether Tend recovers a cluster that lost its
+// quorum by itself.
+// +kubebuilder:validation:Enum=Manual;Auto
+type QuorumLossPolicy string
+
+const (
+	// QuorumLossManual: Tend reports the plan (the most advanced surviving
+	// member, the latest verified backup) and recovers once a person
+	// approves it with the annotation etcd.tend.dev/recover-from.
+	QuorumLossManual QuorumLossPolicy = "Manual"
+	// QuorumLossAuto: Tend recovers by itself, from the most advanced
+	// surviving member, else from the latest verified backup.
+	QuorumLossAuto QuorumLossPolicy = "Auto"
+)
+
+// QuorumLoss says when and how Tend rebuilds a cluster that lost its
+// quorum. Tend acts only when the members it gives up cannot vote any more
+// (their pods are gone or not running, or their data is lost), never on
+// members that merely do not answer.
+type QuorumLoss struct {
+	// Policy is Manual (the default) or Auto.
+	// +kubebuilder:default=Manual
+	// +optional
+	Policy QuorumLossPolicy `json:"policy,omitempty"`
+	// After is how long the quorum must stay lost before Tend recovers (Auto)
+	// or accepts an approval (Manual).
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.quorumLoss.after must be at least 10s: members need that long to restart"
+	// +optional
+	After *metav1.Duration `json:"after,omitempty"`
 }
 
 // Storage is where a member keeps its data.
@@ -425,6 +464,11 @@ type EtcdClusterStatus struct {
 	// member runs it and the check Job confirmed the cluster.
 	// +optional
 	Update *UpdateStatus `json:"update,omitempty"`
+	// Recovery is the in-place restore (an EtcdRestore) or the quorum-loss
+	// recovery in progress, else the last one: while it runs, Tend makes
+	// no other change to the members.
+	// +optional
+	Recovery *RecoveryStatus `json:"recovery,omitempty"`
 	// UpdatedGeneration is the generation whose spec every member ran when
 	// the last roll ended. A roll that starts while it equals the
 	// generation was caused by a new Tend, not by the spec, and waits for
@@ -477,6 +521,53 @@ type UpdateStatus struct {
 	// CheckJob is the Job that checks the cluster after the last member.
 	// +optional
 	CheckJob string `json:"checkJob,omitempty"`
+}
+
+// RecoveryKind says what replaces a cluster's data.
+// +kubebuilder:validation:Enum=Restore;Survivor
+type RecoveryKind string
+
+const (
+	// RecoveryFromBackup: an EtcdRestore restores every member from a
+	// backup (asked for by a person, or by a quorum-loss recovery).
+	RecoveryFromBackup RecoveryKind = "Restore"
+	// RecoveryFromSurvivor: a quorum-loss recovery keeps the most advanced
+	// surviving member's data (etcd's --force-new-cluster) and adds the
+	// other members anew.
+	RecoveryFromSurvivor RecoveryKind = "Survivor"
+)
+
+// RecoveryStatus is an in-place restore or a quorum-loss recovery.
+type RecoveryStatus struct {
+	// Kind is Restore or Survivor.
+	Kind RecoveryKind `json:"kind"`
+	// Restore is the EtcdRestore of a Restore.
+	// +optional
+	Restore string `json:"restore,omitempty"`
+	// Survivor is the member whose data a Survivor recovery keeps.
+	// +optional
+	Survivor string `json:"survivor,omitempty"`
+	// Cause says why: the EtcdRestore's creation, or the quorum loss and
+	// who approved the recovery.
+	Cause string `json:"cause"`
+	// Phase is StoppingMembers, RestoringData, StartingMembers, Checking,
+	// Complete or Failed.
+	Phase string `json:"phase"`
+	// Job is the Job of the current step.
+	// +optional
+	Job string `json:"job,omitempty"`
+	// Revision is the store revision the recovered data holds: the
+	// survivor's, or the backup's (before the bump).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// StartedAt is when Tend began stopping the members, CompletedAt when
+	// it ended.
+	StartedAt metav1.Time `json:"startedAt"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Message says what happened last, or why it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // UpdateCause says why a roll happens.

@@ -1,7 +1,8 @@
 // Package v1alpha1 holds the etcd.tend.dev/v1alpha1 API: EtcdCluster, an
 // etcd cluster that Tend creates, scales, heals, backs up and reports on;
-// EtcdBackup, one verified backup of it; and EtcdBackupSchedule, backups on
-// a cron schedule with retention.
+// EtcdBackup, one verified backup of it; EtcdBackupSchedule, backups on a
+// cron schedule with retention; and EtcdRestore, a restore of an existing
+// cluster in place.
 //
 // It holds types, validation markers and constants only; the behaviour lives
 // in internal/controller/etcdcluster and internal/controller/etcdbackup.
@@ -32,6 +33,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&EtcdCluster{}, &EtcdClusterList{},
 		&EtcdBackup{}, &EtcdBackupList{},
 		&EtcdBackupSchedule{}, &EtcdBackupScheduleList{},
+		&EtcdRestore{}, &EtcdRestoreList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -20,7 +20,7 @@ import (
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
-// The agents are the steps of Tend's backup, restore and roll Jobs:
+// The agents are the steps of Tend's backup, restore, roll and recovery Jobs:
 //
 //	tend backup          --connection-dir --client-tls-dir --to=URI [--s3-*] --compression --owner [--result-file] [--timeout]
 //	tend fetch           (--from=URI --compression [--sha256] | --from-result=FILE) [--s3-*] --out [--timeout]
@@ -29,13 +29,14 @@ import (
 //	tend restore install --data-dir --id
 //	tend artifact delete --uri=URI [--s3-*] --owner [--timeout]
 //	tend check           --connection-dir --client-tls-dir --version=vX.Y.Z [--timeout]  (env ETCD_ROOT_PASSWORD)
+//	tend recover         --endpoint=http://127.0.0.1:2379 --member=NAME [--timeout]  (env ETCD_ROOT_PASSWORD)
 //
 // Each writes its agent.Result to --termination-message-path, also when it
 // fails, and exits with agent.ExitOK, ExitFailed (a retry may help) or
 // ExitTerminal. The logic is internal/agent's; this file only reads flags.
 
 // rootPasswordEnv holds the root password of a cluster with auth on, for
-// tend verify and tend check.
+// tend verify, tend check and tend recover.
 const rootPasswordEnv = "ETCD_ROOT_PASSWORD"
 
 // agentStep is one agent command: its flags, bound to a FlagSet, and what
@@ -55,10 +56,11 @@ var agentSteps = map[string]agentStep{
 	"restore install": {op: agent.OpInstall, bind: bindRestore(agent.Install)},
 	"artifact delete": {op: agent.OpDelete, timeout: 10 * time.Minute, bind: bindDelete},
 	"check":           {op: agent.OpCheck, timeout: 5 * time.Minute, bind: bindCheck},
+	"recover":         {op: agent.OpRecover, timeout: 3 * time.Minute, bind: bindRecover},
 }
 
 // runAgent runs the agent command name (backup, fetch, verify, restore,
-// artifact, check) with args, and returns its exit code.
+// artifact, check, recover) with args, and returns its exit code.
 func runAgent(name string, args []string, stderr io.Writer) int {
 	command := name
 	if name == "restore" || name == "artifact" {
@@ -247,6 +249,16 @@ func bindCheck(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Resul
 		}
 		return agent.Check(ctx, agent.CheckOptions{
 			Etcd: cfg, RootPassword: os.Getenv(rootPasswordEnv), Version: *version, Log: log,
+		})
+	}
+}
+
+func bindRecover(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+	endpoint := fs.String("endpoint", "http://127.0.0.1:2379", "the plain-HTTP client URL of the etcd that runs with --force-new-cluster beside the step")
+	member := fs.String("member", "", "the surviving member's name, its etcd's --name")
+	return func(ctx context.Context, log logr.Logger) (agent.Result, error) {
+		return agent.Recover(ctx, agent.RecoverOptions{
+			Endpoint: *endpoint, Member: *member, RootPassword: os.Getenv(rootPasswordEnv), Log: log,
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	. "github.com/onsi/gomega"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tend-dev/tend/internal/agent"
@@ -207,6 +211,179 @@ func TestAgentsCheck(t *testing.T) {
 	g.Expect(wrong.output).To(ContainSubstring("The cluster did not pass the check yet"))
 }
 
+// TestAgentsRecover runs tend recover as a quorum-loss recovery Job does:
+// a 3-member TLS cluster takes writes (and, in one case, auth), loses all
+// its members, and one member's data directory comes back under etcd
+// --force-new-cluster, listening on loopback in plain HTTP and advertising
+// its real https client URL. The step ends once that etcd is a cluster of
+// one, and reports the revision it kept: every write when the members
+// were stopped (SIGTERM), and when they were killed (SIGKILL), maybe less:
+// etcd keeps only what the survivor's WAL recorded as committed, and it
+// buffers a commit index that it learned without a new entry. The store
+// holds exactly the keys up to the reported revision. With auth on, etcd
+// answers neither the status nor the member list without a user: without
+// ETCD_ROOT_PASSWORD the step fails at once, terminally. Stopped by
+// SIGTERM, as the kubelet stops the sidecar, etcd leaves a data directory
+// that a plain etcd starts on as the same cluster of one.
+func TestAgentsRecover(t *testing.T) {
+	tests := []struct {
+		name   string
+		auth   bool
+		killed bool
+	}{
+		{name: "members stopped"},
+		{name: "members stopped, auth on", auth: true},
+		{name: "members killed", killed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cluster := etcdserver.Start(t, etcdserver.Options{Members: 3, TLS: true})
+			rootTLS, err := cluster.PKI.ClientTLSAs("root")
+			g.Expect(err).NotTo(HaveOccurred())
+			cli, err := clientv3.New(clientv3.Config{Endpoints: cluster.ClientURLs(), TLS: rootTLS, DialTimeout: 10 * time.Second})
+			g.Expect(err).NotTo(HaveOccurred())
+			defer cli.Close()
+			const password = "root-password"
+			const keys = 40
+			// Key i is written at revision i+2: the store starts at 1.
+			var lastRev int64
+			put := func(from, to int) {
+				for i := from; i < to; i++ {
+					resp, err := cli.Put(ctx, fmt.Sprintf("key-%03d", i), fmt.Sprintf("value-%03d", i))
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(resp.Header.Revision).To(Equal(int64(i + 2)))
+					lastRev = resp.Header.Revision
+				}
+			}
+			put(0, keys/2)
+			if tt.auth {
+				admin, err := etcd.New(ctx, etcd.Config{Endpoints: cluster.ClientURLs(), TLS: rootTLS})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(admin.EnableAuth(ctx, password)).To(Succeed())
+				g.Expect(admin.Close()).To(Succeed())
+			}
+			put(keys/2, keys) // as root, by the certificate's common name
+			list, err := cli.MemberList(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list.Members).To(HaveLen(3))
+			clusterID := strconv.FormatUint(list.Header.ClusterId, 16)
+
+			// The survivor is a member that has applied every write; then
+			// the quorum goes.
+			survivor := cluster.Members()[1]
+			var survivorID string
+			for _, m := range list.Members {
+				if m.Name == survivor.Name {
+					survivorID = strconv.FormatUint(m.ID, 16)
+				}
+			}
+			g.Eventually(func() (int64, error) {
+				st, err := cli.Status(ctx, survivor.ClientURL)
+				if err != nil {
+					return 0, err
+				}
+				return st.Header.Revision, nil
+			}).WithTimeout(30 * time.Second).Should(Equal(lastRev))
+			for _, m := range cluster.Members() {
+				if tt.killed {
+					m.Kill()
+				} else {
+					t.Logf("member %s ended on SIGTERM with %q", m.Name, m.Stop())
+				}
+			}
+
+			clientURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+			peerURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+			sidecar := etcdserver.StartForceNewCluster(t, cluster.Bin.Etcd, survivor.DataDir, survivor.Name, clientURL, peerURL, survivor.ClientURL)
+			args := []string{"recover", "--endpoint=" + clientURL, "--member=" + survivor.Name, "--timeout=2m"}
+			if tt.auth {
+				noPassword := runStep(t, "recover", args...)
+				g.Expect(noPassword.code).To(Equal(agent.ExitTerminal), noPassword.output)
+				g.Expect(noPassword.result.Error).To(ContainSubstring("set ETCD_ROOT_PASSWORD"))
+				g.Expect(noPassword.result.Error).To(ContainSubstring("user name is empty"))
+				g.Expect(noPassword.result.Recovered).To(BeNil())
+				t.Setenv(rootPasswordEnv, password)
+			}
+			rec := runStep(t, "recover", args...)
+			g.Expect(rec.code).To(Equal(agent.ExitOK), rec.output)
+			g.Expect(rec.result.Error).To(BeEmpty())
+			kept := rec.result.Recovered
+			g.Expect(kept).NotTo(BeNil())
+			g.Expect(kept.MemberID).To(Equal(survivorID))
+			g.Expect(kept.ClusterID).To(Equal(clusterID), "--force-new-cluster keeps the cluster's ID")
+			if tt.killed {
+				g.Expect(kept.Revision).To(BeNumerically("<=", lastRev))
+				g.Expect(kept.Revision).To(BeNumerically(">=", lastRev-2), "at most the writes of the last commits it had not flushed")
+				t.Logf("after SIGKILL the survivor kept revision %d of %d", kept.Revision, lastRev)
+			} else {
+				g.Expect(kept.Revision).To(Equal(lastRev))
+			}
+			g.Expect(kept.RaftIndex).To(BeNumerically(">", uint64(kept.Revision)))
+			g.Expect(kept.RaftTerm).To(BeNumerically(">", 0))
+			g.Expect(rec.output).NotTo(ContainSubstring(password))
+
+			expectOneMemberWithKeys := func(clientURLs ...string) {
+				t.Helper()
+				cfg := clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 10 * time.Second}
+				if tt.auth {
+					cfg.Username, cfg.Password = etcd.RootUser, password
+				}
+				local, err := clientv3.New(cfg)
+				g.Expect(err).NotTo(HaveOccurred())
+				defer local.Close()
+				list, err := local.MemberList(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(list.Members).To(HaveLen(1))
+				g.Expect(list.Members[0].Name).To(Equal(survivor.Name))
+				g.Expect(list.Members[0].ClientURLs).To(Equal(clientURLs), "it published the URLs it advertises")
+				got, err := local.Get(ctx, "key-", clientv3.WithPrefix())
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(got.Header.Revision).To(Equal(kept.Revision))
+				g.Expect(got.Kvs).To(HaveLen(int(kept.Revision - 1)))
+				for i, kv := range got.Kvs {
+					g.Expect(string(kv.Key)).To(Equal(fmt.Sprintf("key-%03d", i)))
+					g.Expect(string(kv.Value)).To(Equal(fmt.Sprintf("value-%03d", i)))
+				}
+				if tt.auth {
+					_, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, Username: etcd.RootUser, Password: "wrong", DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+					g.Expect(err).To(MatchError(rpctypes.ErrAuthFailed), "auth is still on")
+				}
+			}
+			expectOneMemberWithKeys(survivor.ClientURL)
+
+			// The kubelet stops the sidecar once the step exited 0; the
+			// member's etcd then starts on the volume without the flag.
+			t.Logf("etcd --force-new-cluster ended on SIGTERM with %q", sidecar.Stop())
+			etcdserver.StartOnDataDir(t, cluster.Bin.Etcd, survivor.DataDir, survivor.Name, clientURL, peerURL)
+			again := runStep(t, "recover", args...)
+			g.Expect(again.code).To(Equal(agent.ExitOK), again.output)
+			g.Expect(again.result.Recovered.MemberID).To(Equal(survivorID))
+			g.Expect(again.result.Recovered.Revision).To(Equal(kept.Revision))
+			expectOneMemberWithKeys(clientURL)
+		})
+	}
+}
+
+// TestAgentsRecoverWholeCluster: tend recover pointed at a member of a
+// healthy 3-member cluster, which no --force-new-cluster shrank, waits
+// until its timeout, then fails retryably and says why.
+func TestAgentsRecoverWholeCluster(t *testing.T) {
+	g := NewWithT(t)
+	cluster := etcdserver.Start(t, etcdserver.Options{Members: 3})
+	m := cluster.Members()[0]
+	r := runStep(t, "recover", "recover", "--endpoint="+m.ClientURL, "--member="+m.Name, "--timeout=3s")
+	g.Expect(r.code).To(Equal(agent.ExitFailed), r.output)
+	g.Expect(r.result.Terminal).To(BeFalse())
+	g.Expect(r.result.Recovered).To(BeNil())
+	g.Expect(r.result.Error).To(ContainSubstring("member " + m.Name + " did not recover in"))
+	g.Expect(r.result.Error).To(ContainSubstring("member list still has 3 members: "))
+	g.Expect(r.output).To(ContainSubstring("The member has not recovered yet"))
+	t.Logf("the error: %s", r.result.Error)
+}
+
 // TestAgentsExitCodes: every agent command reports its result and exits 0,
 // 1 (a retry may help) or 2 (terminal), also for arguments it cannot use.
 func TestAgentsExitCodes(t *testing.T) {
@@ -233,6 +410,9 @@ func TestAgentsExitCodes(t *testing.T) {
 		{name: "check without a version", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9")}, wantCode: agent.ExitTerminal, wantErr: `version "" is not vX.Y.Z`},
 		{name: "check a version without its v", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=3.6.16"}, wantCode: agent.ExitTerminal, wantErr: "is not vX.Y.Z"},
 		{name: "check a cluster that does not answer", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=v3.6.16", "--timeout=1s"}, wantCode: agent.ExitFailed, wantErr: "did not pass the check"},
+		{name: "recover without a member", op: "recover", args: []string{"recover"}, wantCode: agent.ExitTerminal, wantErr: "the member's name is empty"},
+		{name: "recover on an https endpoint", op: "recover", args: []string{"recover", "--member=m0", "--endpoint=https://127.0.0.1:2379"}, wantCode: agent.ExitTerminal, wantErr: "is not http://host:port"},
+		{name: "recover an etcd that does not answer", op: "recover", args: []string{"recover", "--member=m0", "--endpoint=http://127.0.0.1:9", "--timeout=1s"}, wantCode: agent.ExitFailed, wantErr: "no answer to the status request at http://127.0.0.1:9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,7 +44,7 @@ func run(args []string, stderr io.Writer) int {
 	switch args[0] {
 	case "manager":
 		err = runManager(args[1:], stderr)
-	case "backup", "fetch", "verify", "restore", "artifact", "check":
+	case "backup", "fetch", "verify", "restore", "artifact", "check", "recover":
 		return runAgent(args[0], args[1:], stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stderr)
@@ -70,7 +70,7 @@ func usage(w io.Writer) {
 Commands:
   manager   run the Tend controllers
 
-Agents (the steps of backup, restore and roll Jobs):
+Agents (the steps of backup, restore, roll and recovery Jobs):
   backup            stream an etcd snapshot to S3 or a file, and read it back
   fetch             download a backup and decompress it to a snapshot file
   verify            compare a restored backup with the live cluster
@@ -78,6 +78,7 @@ Agents (the steps of backup, restore and roll Jobs):
   restore install   move the restored data into place
   artifact delete   delete what a backup wrote
   check             confirm a rolled cluster: healthy, one version, equal stores
+  recover           wait until an etcd --force-new-cluster is a cluster of one
 
 Run "tend COMMAND -h" for a command's flags.
 `)

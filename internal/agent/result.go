@@ -35,6 +35,7 @@ const (
 	OpInstall = "install"
 	OpDelete  = "delete"
 	OpCheck   = "check"
+	OpRecover = "recover"
 )
 
 // Result is what an agent reports in its termination message: one JSON
@@ -43,7 +44,7 @@ const (
 // steps that know them.
 type Result struct {
 	// Op is the step: "backup", "fetch", "verify", "prepare", "install",
-	// "delete" or "check" (the Op constants).
+	// "delete", "check" or "recover" (the Op constants).
 	Op string `json:"op"`
 	// Error says why the step failed; empty on success.
 	Error string `json:"error,omitempty"`
@@ -61,6 +62,8 @@ type Result struct {
 	// Check is what a check of a rolled cluster saw: on failure, what its
 	// last attempt saw.
 	Check *CheckResult `json:"check,omitempty"`
+	// Recovered is what a quorum-loss recovery kept; set on success only.
+	Recovered *Recovered `json:"recovered,omitempty"`
 }
 
 // Artifact is a file a backup wrote.
@@ -112,6 +115,21 @@ type Verification struct {
 type Restored struct {
 	// Revision of the snapshot before --bump-revision.
 	Revision int64 `json:"revision"`
+}
+
+// Recovered is the member that etcd's --force-new-cluster made a cluster
+// of one, after a quorum loss, and how far its store is.
+type Recovered struct {
+	// MemberID is the member's ID in hexadecimal, as etcdctl prints it.
+	MemberID string `json:"memberID"`
+	// ClusterID is the cluster's ID in hexadecimal: the lost cluster's,
+	// which --force-new-cluster keeps.
+	ClusterID string `json:"clusterID"`
+	// Revision of the member's store: the last change it kept.
+	Revision int64 `json:"revision"`
+	// RaftIndex is its committed raft index and RaftTerm its term.
+	RaftIndex uint64 `json:"raftIndex"`
+	RaftTerm  uint64 `json:"raftTerm"`
 }
 
 // CheckResult is what a check of a rolled cluster saw. Its fields are

@@ -41,6 +41,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
@@ -195,6 +197,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if err != nil {
 		return fmt.Errorf("indexing EtcdClusters by the backup they restore: %w", err)
 	}
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &etcdv1alpha1.EtcdRestore{}, indexRestoreCluster, restoreClusterName)
+	if err != nil {
+		return fmt.Errorf("indexing EtcdRestores by cluster: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		// A pass's own status write must not start another; a person's
@@ -212,8 +218,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A backup that a new cluster restores from, or a deleted
 		// cluster's final snapshot, moves the cluster on when it is done.
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfBackup)).
+		// The cluster's controller carries out its in-place restores.
+		Watches(&etcdv1alpha1.EtcdRestore{}, handler.EnqueueRequestsFromMapFunc(clusterOfRestore)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// indexRestoreCluster indexes EtcdRestores by the cluster they restore.
+const indexRestoreCluster = ".spec.clusterRef.name"
+
+// restoreClusterName is the index function of indexRestoreCluster.
+func restoreClusterName(obj client.Object) []string {
+	return []string{obj.(*etcdv1alpha1.EtcdRestore).Spec.ClusterRef.Name}
+}
+
+// clusterOfRestore maps an EtcdRestore to its cluster.
+func clusterOfRestore(_ context.Context, obj client.Object) []reconcile.Request {
+	rs := obj.(*etcdv1alpha1.EtcdRestore)
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: rs.Namespace, Name: rs.Spec.ClusterRef.Name}}}
 }
 
 // indexTLSSecrets indexes EtcdClusters by the Provided TLS Secrets they

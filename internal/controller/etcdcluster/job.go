@@ -89,9 +89,7 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 		"--version=" + version(c), "--timeout=5m"}
 	var env []corev1.EnvVar
 	if c.Spec.Auth.Enabled {
-		env = []corev1.EnvVar{{Name: "ETCD_ROOT_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: RootSecretName(c)}, Key: rootPasswordKey,
-		}}}}
+		env = []corev1.EnvVar{rootPasswordEnv(c)}
 	}
 	return &batchv1.Job{
 		ObjectMeta: meta(c, name),
@@ -160,4 +158,12 @@ func jobPodLabels(c *etcdv1alpha1.EtcdCluster, name string) map[string]string {
 		"app.kubernetes.io/instance":   c.Name,
 		"app.kubernetes.io/managed-by": "tend",
 	}
+}
+
+// rootPasswordEnv gives an agent the root password, as ETCD_ROOT_PASSWORD,
+// from the cluster's root Secret.
+func rootPasswordEnv(c *etcdv1alpha1.EtcdCluster) corev1.EnvVar {
+	return corev1.EnvVar{Name: "ETCD_ROOT_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: RootSecretName(c)}, Key: rootPasswordKey,
+	}}}
 }

@@ -45,28 +45,17 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	if s.obs.startProblems, err = r.observeStartProblems(ctx, s, data); err != nil {
 		return err
 	}
-	ips := data.ips
-	// Only members whose pod has an address: the client would wait for
-	// the others until its deadline.
-	var endpoints []string
-	for i := range int(ptr.Deref(s.sts.Spec.Replicas, 0)) {
-		if name := memberName(c, i); ips[memberHost(c, name)] != "" {
-			endpoints = append(endpoints, memberClientURL(c, name))
-		}
+	cli, err := r.connectMembers(ctx, s, data)
+	if err != nil {
+		return err
 	}
-	if len(endpoints) == 0 {
+	if cli == nil {
 		s.obs.unreachable = errors.New("no member pod has an IP address yet")
 		s.requeueAfter(requeueUnreachable)
 		return nil
 	}
 	callCtx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	// No password: with auth on, etcd takes the user from the client
-	// certificate's common name, root.
-	cli, err := r.Connect(callCtx, etcd.Config{Endpoints: endpoints, TLS: s.tls, Dial: dialer(ips)})
-	if err != nil {
-		return fmt.Errorf("connecting to etcd: %w", err)
-	}
 	defer func() { _ = cli.Close() }()
 	observeCtx, cancelObserve := context.WithTimeout(callCtx, observeTimeout)
 	defer cancelObserve()
@@ -84,6 +73,11 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	if c.Spec.Paused {
 		s.requeueAfter(requeueSteady)
 		return nil
+	}
+	if !s.obs.healthyQuorum && !data.formed.IsZero() {
+		if started, err := r.reconcileQuorumLoss(ctx, s, views, data); err != nil || started {
+			return err
+		}
 	}
 	if s.upgrade, err = r.observeUpgrade(ctx, c, views); err != nil {
 		return err

@@ -79,8 +79,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName) // gone without a pass seeing it deleted (no finalizer)
+			return ctrl.Result{}, r.restoresWaitingForCluster(ctx, req.NamespacedName)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, err
 	}
 	if c.DeletionTimestamp == nil {
 		if err := r.reconcileFinalizer(ctx, c); err != nil {
@@ -150,6 +151,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return err
 	}
 	if err := r.reconcileConnection(ctx, s); err != nil {
+		return err
+	}
+	if handled, err := r.reconcileRecovery(ctx, s); err != nil || handled {
 		return err
 	}
 	if err := r.observeInitJob(ctx, s); err != nil {

@@ -52,7 +52,7 @@ func TestAFailedStatusWriteReturnsTheErrorAlone(t *testing.T) {
 // memory once a pass finds it gone.
 func TestAGoneClusterIsForgotten(t *testing.T) {
 	g := NewWithT(t)
-	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithIndex(&etcdv1alpha1.EtcdRestore{}, indexRestoreCluster, restoreClusterName).Build()
 	r := &Reconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0), MemberChangeInterval: time.Minute}
 	key := types.NamespacedName{Namespace: "db", Name: "kv"}
 	g.Expect(r.untilTick(key, t0)).To(BeZero())

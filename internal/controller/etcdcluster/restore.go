@@ -82,13 +82,32 @@ func memberClaim(c *etcdv1alpha1.EtcdCluster, i int) *corev1.PersistentVolumeCla
 // the revision bumped, and the agent moves the data into place. Each step
 // finds its own earlier work done, so a retried pod is safe.
 func restoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentImage string) *batchv1.Job {
+	return memberRestoreJob(c, i, src, agentImage, restoreRun{job: restoreJobName(c, i), id: string(c.UID)})
+}
+
+// restoreRun names one restore of a cluster's members: the Job of each
+// member is <job>, and id is both the agent's restore id (a retried pod
+// finds its own work done) and etcd's initial cluster token, from which
+// the new cluster ID comes. replace moves the member's existing data
+// aside (an in-place restore).
+type restoreRun struct {
+	job, id string
+	replace bool
+}
+
+// memberRestoreJob is restoreJob for any restore run.
+func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentImage string, run restoreRun) *batchv1.Job {
 	member := memberName(c, i)
 	members := make([]string, 0, replicas(c))
 	for j := range int(replicas(c)) {
 		members = append(members, memberName(c, j))
 	}
 	loc := src.loc.ReadOnly()
-	id := string(c.UID)
+	id := run.id
+	prepare := []string{"restore", "prepare", "--data-dir=" + dataDir, "--id=" + id}
+	if run.replace {
+		prepare = append(prepare, "--replace")
+	}
 	mounts := []corev1.VolumeMount{{Name: dataVolume, MountPath: dataDir}, {Name: "scratch", MountPath: podspec.ScratchDir}}
 	tend := func(name string, args []string, env []corev1.EnvVar, extra []corev1.VolumeMount) corev1.Container {
 		return agentStep(agentImage, name, args, env, append(append([]corev1.VolumeMount{}, mounts...), extra...))
@@ -120,7 +139,7 @@ func restoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentIma
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}, loc.Volumes...)
 	return &batchv1.Job{
-		ObjectMeta: meta(c, restoreJobName(c, i)),
+		ObjectMeta: meta(c, run.job),
 		Spec: batchv1.JobSpec{
 			BackoffLimit:     ptr.To[int32](2),
 			PodFailurePolicy: failOnTerminalExit(),
@@ -131,7 +150,7 @@ func restoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentIma
 					AutomountServiceAccountToken: ptr.To(false),
 					SecurityContext:              podspec.PodSecurity(),
 					InitContainers: []corev1.Container{
-						tend("prepare", []string{"restore", "prepare", "--data-dir=" + dataDir, "--id=" + id}, nil, nil),
+						tend("prepare", prepare, nil, nil),
 						tend("fetch", fetch, loc.Env, loc.Mounts),
 						etcdutl,
 					},
@@ -150,24 +169,30 @@ func restoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, agentIma
 // that is not Complete yet makes the restore wait; one that failed stops it.
 func (r *Reconciler) resolveRestoreSource(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*restoreSource, *restoreProgress, error) {
 	spec := c.Spec.Bootstrap.Restore
-	if spec.Source != nil {
-		loc := podspec.Source(*spec.Source)
-		return &restoreSource{loc: loc, sha256: spec.Source.SHA256, compression: spec.Source.Compression,
+	return r.resolveSource(ctx, c.Namespace, spec.BackupRef, spec.Source)
+}
+
+// resolveSource finds a restore's file: an EtcdBackup in namespace, or an
+// explicit source.
+func (r *Reconciler) resolveSource(ctx context.Context, namespace string, backupRef *corev1.LocalObjectReference, source *etcdv1alpha1.RestoreSource) (*restoreSource, *restoreProgress, error) {
+	if source != nil {
+		loc := podspec.Source(*source)
+		return &restoreSource{loc: loc, sha256: source.SHA256, compression: source.Compression,
 			from: etcdv1alpha1.RestoredFrom{URI: loc.URI}}, nil, nil
 	}
-	name := spec.BackupRef.Name
+	name := backupRef.Name
 	b := &etcdv1alpha1.EtcdBackup{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, b)
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, b)
 	if apierrors.IsNotFound(err) {
 		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonWaitingForBackup,
-			message: fmt.Sprintf("EtcdBackup %s does not exist; create it, or name another in spec.bootstrap.restore (a new EtcdCluster)", name)}, nil
+			message: fmt.Sprintf("EtcdBackup %s does not exist; create it, or restore from another backup", name)}, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading EtcdBackup %s: %w", name, err)
 	}
 	if f := apimeta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.BackupFailed); f != nil && f.Status == metav1.ConditionTrue {
 		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true,
-			message: fmt.Sprintf("EtcdBackup %s failed (%s): restore from another backup in a new EtcdCluster", name, f.Message)}, nil
+			message: fmt.Sprintf("EtcdBackup %s failed (%s): restore from another backup", name, f.Message)}, nil
 	}
 	if !apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) || b.Status.Artifact == nil {
 		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonWaitingForBackup,

@@ -45,6 +45,10 @@ type observation struct {
 	roll *rollObservation
 	// startProblems say why member pods do not run (startup.go).
 	startProblems []string
+	// recovery is an in-place restore or quorum-loss recovery the pass
+	// ran or held; quorum is the guard's plan while the quorum is lost.
+	recovery *recoveryObservation
+	quorum   *recoveryPlan
 }
 
 // calculateStatus computes c's status from what a pass observed. It starts
@@ -102,6 +106,12 @@ func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time
 		// The version moves once the roll is checked, not member by member.
 		st.CurrentVersion = st.Update.From
 	}
+	if rec := obs.recovery; rec != nil {
+		st.Recovery = rec.status
+		if rec.restoredFrom != nil {
+			st.RestoredFrom = rec.restoredFrom
+		}
+	}
 	setAvailable(c, obs, &st, set)
 	setProgressing(c, obs, set)
 	setDegraded(c, obs, set)
@@ -116,6 +126,11 @@ func setRestored(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1.
 	const t = etcdv1alpha1.ConditionRestored
 	p := obs.restore
 	switch {
+	case obs.recovery != nil && obs.recovery.restoredFrom != nil:
+		from := obs.recovery.restoredFrom
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoredFromBackup, fmt.Sprintf(
+			"EtcdRestore %s replaced every member's data with %s at %s (revision %d; new revisions start above %d)",
+			obs.recovery.status.Restore, cmp.Or(from.Backup, from.URI), from.Time.UTC().Format(time.RFC3339), from.Revision, from.Revision+bumpRevision))
 	case !restoring(c):
 		return
 	case p == nil && st.RestoredFrom == nil:
@@ -151,6 +166,8 @@ func setAvailable(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1
 	switch {
 	case obs.tlsProblem != "":
 		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonInvalidTLSSecrets, "Tend cannot check the members without its client certificate; see Degraded")
+	case obs.recovery != nil && obs.recovery.holding:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonRecovering, fmt.Sprintf("The members are stopped or starting for %s; see status.recovery", obs.recovery.status.Cause))
 	case obs.restore != nil && !obs.restore.done:
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping, "The members start once their data is restored; see Restored")
 	case len(obs.staleVolumes) > 0:
@@ -171,6 +188,9 @@ func setAvailable(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1
 		}
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonUnreachable,
 			msg+fmt.Sprintf(". Check the member pods: kubectl get pods -n %s -l %s=%s", c.Namespace, LabelCluster, c.Name))
+	case !obs.healthyQuorum && obs.quorum != nil && obs.quorum.summary != "":
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonQuorumLost,
+			fmt.Sprintf("%s, and a quorum is %d: etcd cannot serve writes; %s. See Degraded for the recovery plan", health, etcd.Quorum(voters), obs.quorum.summary))
 	case !obs.healthyQuorum:
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonQuorumLost,
 			fmt.Sprintf("%s, and a quorum is %d: etcd cannot serve writes. Tend changes no membership without a quorum; bring the failed members' pods back", health, etcd.Quorum(voters)))
@@ -192,6 +212,11 @@ func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonPaused, "spec.paused is true: Tend changes nothing until it is false")
 	case obs.tlsProblem != "":
 		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonInvalidTLSSecrets, "Tend cannot act on the members without its client certificate; see Degraded")
+	case obs.recovery != nil && recovering(obs.recovery.status):
+		rec := obs.recovery.status
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRecovering, fmt.Sprintf("%s (%s): %s", rec.Cause, rec.Phase, cmp.Or(obs.recovery.message, rec.Message)))
+	case obs.recovery != nil && obs.recovery.holding:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonRecoveryFailed, "The last recovery failed; see Degraded")
 	case obs.restore != nil && !obs.restore.done && !obs.restore.failed:
 		set(t, metav1.ConditionTrue, obs.restore.reason, obs.restore.message)
 	case obs.creating || (obs.members == nil && obs.job == jobNone):
@@ -244,6 +269,12 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonInvalidTLSSecrets, obs.tlsProblem)
 	case obs.restore != nil && obs.restore.failed:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoreFailed, obs.restore.message)
+	case obs.recovery != nil && obs.recovery.status.Phase == etcdv1alpha1.RecoveryFailed:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRecoveryFailed, obs.recovery.status.Message)
+	case obs.recovery != nil && obs.recovery.holding:
+		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonRecovering, "A recovery runs; see Progressing")
+	case !obs.healthyQuorum && obs.quorum != nil && obs.quorum.message != "":
+		set(t, metav1.ConditionTrue, obs.quorum.reason, obs.quorum.message)
 	case len(obs.staleVolumes) > 0:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonStaleVolumes, fmt.Sprintf(
 			"Volume claims %s hold the data of an older cluster named %s, and the new members would start on them. "+
@@ -287,6 +318,8 @@ func phaseOf(c *etcdv1alpha1.EtcdCluster, conds []metav1.Condition) string {
 		return etcdv1alpha1.PhasePaused
 	case progressing.Reason == etcdv1alpha1.ReasonRestoring:
 		return etcdv1alpha1.PhaseRestoring
+	case progressing.Reason == etcdv1alpha1.ReasonRecovering:
+		return etcdv1alpha1.PhaseRecovering
 	case degraded.Status == metav1.ConditionTrue && degraded.Reason != etcdv1alpha1.ReasonEvenMembers:
 		return etcdv1alpha1.PhaseDegraded
 	case available.Reason == etcdv1alpha1.ReasonBootstrapping:

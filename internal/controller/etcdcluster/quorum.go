@@ -1,0 +1,128 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// quorumLossOf is spec.quorumLoss, resolved.
+func quorumLossOf(c *etcdv1alpha1.EtcdCluster) (etcdv1alpha1.QuorumLossPolicy, time.Duration) {
+	after := 5 * time.Minute
+	if d := c.Spec.QuorumLoss.After; d != nil {
+		after = d.Duration
+	}
+	return c.Spec.QuorumLoss.Policy, after
+}
+
+// reconcileQuorumLoss runs when a formed cluster has no healthy quorum: it
+// reports the recovery plan and, when the guard (planRecovery) allows,
+// starts the recovery. It tells whether one started.
+func (r *Reconciler) reconcileQuorumLoss(ctx context.Context, s *scope, views []memberView, data memberData) (bool, error) {
+	c := s.cluster
+	backup, err := r.latestVerifiedBackup(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	policy, after := quorumLossOf(c)
+	in := recoveryInput{voters: votersOf(c, views, data), lostSince: s.now, now: s.now, policy: policy, after: after,
+		approval: c.Annotations[etcdv1alpha1.AnnotationRecoverFrom], backup: backup}
+	if cond := apimeta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); cond != nil && cond.Status != metav1.ConditionTrue {
+		in.lostSince = cond.LastTransitionTime.Time
+	}
+	plan := planRecovery(in)
+	s.obs.quorum = &plan
+	if plan.decision == recoverWait {
+		s.requeueAfter(max(time.Second, min(requeueUnreachable, in.lostSince.Add(after).Sub(s.now))))
+	}
+	now := metav1.Time{Time: s.now.Truncate(time.Second)}
+	switch plan.decision {
+	case recoverFromMember:
+		rec := &etcdv1alpha1.RecoveryStatus{
+			Kind: etcdv1alpha1.RecoveryFromSurvivor, Survivor: plan.survivor, Cause: "quorum loss, " + plan.cause,
+			Phase: etcdv1alpha1.RecoveryStopping, StartedAt: now, Revision: plan.revision,
+			Job:     fmt.Sprintf("%s-recover-%s", c.Name, strconv.FormatInt(now.Unix(), 36)),
+			Message: plan.message,
+		}
+		s.obs.recovery = &recoveryObservation{status: rec, holding: true}
+		s.requeueAfter(requeueStep)
+		r.event(c, corev1.EventTypeWarning, "QuorumLossRecovery", "Recover", "Recovering from the quorum loss (%s): keeping %s's data at revision %d; the other members come back empty", plan.cause, plan.survivor, plan.revision)
+		return true, nil
+	case recoverFromBackup:
+		// An EtcdRestore does it; its name is fixed by the loss, so a
+		// pass that does not see it in its cache yet makes no second one.
+		rs := &etcdv1alpha1.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: fmt.Sprintf("%s-quorum-loss-%s", c.Name, strconv.FormatInt(in.lostSince.Unix(), 36)), Labels: labels(c)},
+			Spec:       etcdv1alpha1.EtcdRestoreSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name}, BackupRef: &corev1.LocalObjectReference{Name: plan.backup}},
+		}
+		if err := r.createOwned(ctx, c, rs); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, err
+		}
+		r.event(c, corev1.EventTypeWarning, "QuorumLossRecovery", "Recover", "Recovering from the quorum loss (%s): EtcdRestore %s restores EtcdBackup %s into every member", plan.cause, rs.Name, plan.backup)
+		s.requeueAfter(requeueStep)
+		return true, nil
+	}
+	return false, nil
+}
+
+// votersOf is what the guard knows of each voting member.
+func votersOf(c *etcdv1alpha1.EtcdCluster, views []memberView, data memberData) []voter {
+	var out []voter
+	for _, v := range views {
+		if v.IsLearner {
+			continue
+		}
+		out = append(out, voter{
+			Name: v.Name, Healthy: v.Healthy, Answered: v.Answered, DataLost: v.DataLost,
+			Running: etcdRunning(data.pods[v.Name]), Revision: v.Revision, RaftIndex: v.RaftIndex,
+		})
+	}
+	return out
+}
+
+// etcdRunning tells whether pod runs its etcd container.
+func etcdRunning(pod *corev1.Pod) bool {
+	if pod == nil || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == "etcd" {
+			return cs.State.Running != nil
+		}
+	}
+	return false
+}
+
+// latestVerifiedBackup is the newest EtcdBackup of c that is Complete and
+// Verified, or "".
+func (r *Reconciler) latestVerifiedBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (string, error) {
+	var list etcdv1alpha1.EtcdBackupList
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		return "", fmt.Errorf("listing EtcdBackups: %w", err)
+	}
+	var best *etcdv1alpha1.EtcdBackup
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.ClusterRef.Name != c.Name || b.DeletionTimestamp != nil || b.Status.CompletionTime == nil ||
+			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) ||
+			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupVerified) {
+			continue
+		}
+		if best == nil || b.Status.CompletionTime.After(best.Status.CompletionTime.Time) {
+			best = b
+		}
+	}
+	if best == nil {
+		return "", nil
+	}
+	return best.Name, nil
+}

@@ -1,13 +1,15 @@
 // Package agent is Tend's data path for etcd backups and restores: the
 // logic of the steps that `tend backup`, `tend fetch`, `tend verify`,
-// `tend restore prepare|install`, `tend artifact delete` and `tend check`
-// run inside Jobs. It streams a snapshot from the healthy member with the highest
+// `tend restore prepare|install`, `tend artifact delete`, `tend check` and
+// `tend recover` run inside Jobs. It streams a snapshot from the healthy member with the highest
 // revision, compressed and hashed on the way, to S3 (a multipart upload
 // with bounded memory, no temporary file) or to a file, reads it back and
 // checks its SHA-256; fetches it again for a test restore; compares a
 // restored store with the live cluster; installs a restored data
 // directory idempotently; deletes what a backup wrote; and, after a roll,
-// checks that every member is healthy on one version with equal stores. Each step
+// checks that every member is healthy on one version with equal stores;
+// and, after a quorum loss, waits for a survivor's etcd run with
+// --force-new-cluster to lead alone. Each step
 // reports a Result, which the controllers read from the Pod's termination
 // message (ParseResult), and says whether a retry can help (Terminal).
 //

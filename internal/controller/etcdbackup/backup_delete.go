@@ -87,11 +87,18 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) 
 	o := observe(view, stepDelete, false)
 	switch {
 	case o.done:
+		// The backup goes first, then the Job: while the Job is there, a
+		// pass whose release failed (a stale cache) finds the file deleted
+		// and releases again; had the Job gone first, it would make another
+		// one. The Job's TTL removes it if its own delete fails below.
+		if err := r.release(ctx, s); err != nil {
+			return err
+		}
+		record(r.Recorder, b, nil, corev1.EventTypeNormal, "ArtifactDeleted", "DeleteArtifact", "Deleted the file %s", uri)
 		if err := r.Delete(ctx, dj, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Job %s: %w", dj.Name, err)
 		}
-		record(r.Recorder, b, nil, corev1.EventTypeNormal, "ArtifactDeleted", "DeleteArtifact", "Deleted the file %s", uri)
-		return r.release(ctx, s)
+		return nil
 	case o.failed:
 		msg := fmt.Sprintf("Deleting the file %s failed: %s. Read the logs (kubectl logs -n %s job/%s). Fix the cause (such as the credentials), then delete Job %s to try again; or set the annotation %s: \"true\" to keep the file and let the EtcdBackup go",
 			uri, o.failure, b.Namespace, dj.Name, dj.Name, etcdv1alpha1.AnnotationKeepArtifact)

@@ -281,6 +281,9 @@ func deleteJob(b *etcdv1alpha1.EtcdBackup, agentImage string) *batchv1.Job {
 		Spec: batchv1.JobSpec{
 			BackoffLimit:     ptr.To[int32](backupBackoffLimit),
 			PodFailurePolicy: podFailurePolicy(),
+			// The pass that lets the backup go deletes the Job; this is for
+			// a Job whose delete failed then, with no pass left to retry.
+			TTLSecondsAfterFinished: ptr.To[int32](3600),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{

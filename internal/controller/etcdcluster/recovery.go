@@ -298,17 +298,16 @@ func (r *Reconciler) restoreMembers(ctx context.Context, s *scope, rec *etcdv1al
 			}
 		}
 		name := restoreRunJob(rs, i)
-		job := &batchv1.Job{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, job)
-		if apierrors.IsNotFound(err) {
+		job, err := r.restoreJobOf(ctx, c, rs, name)
+		if err != nil || job == nil {
+			return err
+		}
+		if job.Name == "" {
 			run := restoreRun{job: name, id: string(rs.UID), replace: true}
-			if err := r.createOwned(ctx, c, memberRestoreJob(s.template(), i, src, r.AgentImage, run)); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := r.createOwned(ctx, c, forRestore(memberRestoreJob(s.template(), i, src, r.AgentImage, run), rs)); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
 			continue
-		}
-		if err != nil {
-			return fmt.Errorf("reading Job %s: %w", name, err)
 		}
 		switch state, msg := jobStateOf(job); state {
 		case jobComplete:
@@ -326,6 +325,47 @@ func (r *Reconciler) restoreMembers(ctx context.Context, s *scope, rec *etcdv1al
 		rec.Phase, rec.Message = etcdv1alpha1.RecoveryStarting, fmt.Sprintf("Every member's data is restored from %s", src.from.URI)
 	}
 	return nil
+}
+
+// annotationRestoreUID on a restore's Jobs is the UID of the EtcdRestore
+// they work for: a Job of the same name left by an earlier EtcdRestore of
+// the same name (deleted and created again) is not this one's.
+const annotationRestoreUID = "etcd.tend.dev/restore-uid"
+
+// forRestore marks job as rs's.
+func forRestore(job *batchv1.Job, rs *etcdv1alpha1.EtcdRestore) *batchv1.Job {
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	job.Annotations[annotationRestoreUID] = string(rs.UID)
+	return job
+}
+
+// restoreJobOf reads rs's Job name: an empty Job when there is none yet,
+// to be made. Another restore's Job of that name is deleted first (its
+// result is not this restore's); nil while it is still going.
+func (r *Reconciler) restoreJobOf(ctx context.Context, c *etcdv1alpha1.EtcdCluster, rs *etcdv1alpha1.EtcdRestore, name string) (*batchv1.Job, error) {
+	job := &batchv1.Job{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &batchv1.Job{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Job %s: %w", name, err)
+	case job.Annotations[annotationRestoreUID] == string(rs.UID):
+		return job, nil
+	}
+	if job.DeletionTimestamp != nil {
+		return nil, nil // going; a later pass makes ours
+	}
+	// Deleted in the background, the Job goes at once (its pods later),
+	// and ours can be made; if not, the create meets it and a later pass
+	// comes back.
+	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("deleting Job %s of an earlier restore: %w", name, err)
+	}
+	r.event(c, corev1.EventTypeNormal, "JobReplaced", "Restore", "Deleted Job %s, left by an earlier EtcdRestore named %s, to run it for this one", name, rs.Name)
+	return &batchv1.Job{}, nil
 }
 
 // restoreRunJob is the Job that restores the i-th member for rs.
@@ -499,17 +539,16 @@ func restoreCheckJob(rs *etcdv1alpha1.EtcdRestore) string { return rs.Name + "-c
 // checkRestore runs the check Job after a restore, and ends it.
 func (r *Reconciler) checkRestore(ctx context.Context, s *scope, rec *etcdv1alpha1.RecoveryStatus, rs *etcdv1alpha1.EtcdRestore) error {
 	c := s.cluster
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rec.Job}, job)
-	if apierrors.IsNotFound(err) {
-		if err := r.createOwned(ctx, c, checkJob(c, rec.Job, r.AgentImage)); err != nil && !apierrors.IsAlreadyExists(err) {
+	job, err := r.restoreJobOf(ctx, c, rs, rec.Job)
+	if err != nil || job == nil {
+		return err
+	}
+	if job.Name == "" {
+		if err := r.createOwned(ctx, c, forRestore(checkJob(c, rec.Job, r.AgentImage), rs)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 		s.obs.recovery.message = rec.Message
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Job %s: %w", rec.Job, err)
 	}
 	switch state, msg := jobStateOf(job); state {
 	case jobFailed:

@@ -673,3 +673,46 @@ func TestAFailedSurvivorJobIsRetriedWhenDeleted(t *testing.T) {
 	g.Expect(w.replicas()).To(BeEquivalentTo(0))
 	g.Expect(w.marks()).To(Equal(map[int]string{1: "a1"}))
 }
+
+// TestARestoreOfAReusedNameRestoresAgain: an EtcdRestore cannot change,
+// so a person who restores again creates another, and may give it the
+// name of an earlier one that is deleted (kubectl delete, then apply).
+// The earlier restore's Jobs, which the cluster owns, are still there and
+// Complete; the new restore must run its own, with its own id, from its
+// own backup, not take the earlier ones' for its work.
+func TestARestoreOfAReusedNameRestoresAgain(t *testing.T) {
+	weekly := nightly()
+	weekly.Name = "weekly"
+	weekly.Status.Artifact.URI = "s3://bkt/etcd/db/weekly.db.gz"
+	weekly.Status.Snapshot.Revision = 99
+	w := newRecoveryWorld(t, nil, nightly(), weekly)
+	g := w.g
+	// What the earlier EtcdRestore "back" left: its Jobs, done.
+	src, progress, err := w.r.resolveSource(w.ctx, "db", &corev1.LocalObjectReference{Name: "nightly"}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(progress).To(BeNil())
+	for i := range 3 {
+		job := memberRestoreJob(w.c, i, src, "tend:test", restoreRun{job: fmt.Sprintf("back-%d", i), id: "uid-back-earlier", replace: true})
+		g.Expect(controllerutil.SetControllerReference(w.c, job, scheme.Scheme)).To(Succeed())
+		g.Expect(w.cl.Create(w.ctx, job)).To(Succeed())
+		w.finishJob(job.Name)
+	}
+	rs := inPlaceRestore("back", t0.Add(-time.Minute), true)
+	rs.Spec.BackupRef.Name = "weekly"
+	g.Expect(w.cl.Create(w.ctx, rs)).To(Succeed())
+	rs = w.restore("back")
+
+	w.pass()
+	g.Expect(w.cluster().Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryStopping))
+	w.stopPods()
+	w.pass()
+	c := w.cluster()
+	g.Expect(c.Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryRestoring),
+		"the members must not start before this restore's Jobs put weekly's data in place: %s", c.Status.Recovery.Message)
+	for i := range 3 {
+		job := w.job(fmt.Sprintf("back-%d", i))
+		g.Expect(job).NotTo(BeNil())
+		g.Expect(containerNamed(job.Spec.Template.Spec.InitContainers, "prepare").Command).To(ContainElement("--id="+string(rs.UID)), "Job %s", job.Name)
+		g.Expect(containerNamed(job.Spec.Template.Spec.InitContainers, "fetch").Command).To(ContainElement(ContainSubstring("weekly")), "Job %s", job.Name)
+	}
+}

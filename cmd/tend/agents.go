@@ -20,7 +20,8 @@ import (
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
-// The agents are the steps of Tend's backup, restore, roll and recovery Jobs:
+// The agents are the steps of Tend's backup, restore, roll and recovery Jobs,
+// and the check before a member's etcd starts:
 //
 //	tend backup          --connection-dir --client-tls-dir --to=URI [--s3-*] --compression --owner [--result-file] [--timeout]
 //	tend fetch           (--from=URI --compression [--sha256] | --from-result=FILE) [--s3-*] --out [--timeout]
@@ -30,6 +31,15 @@ import (
 //	tend artifact delete --uri=URI [--s3-*] --owner [--timeout]
 //	tend check           --connection-dir --client-tls-dir --version=vX.Y.Z [--timeout]  (env ETCD_ROOT_PASSWORD)
 //	tend recover         --endpoint=http://127.0.0.1:2379 --member=NAME [--timeout]  (env ETCD_ROOT_PASSWORD)
+//	tend join-check      --data-dir --name --peer-url --initial-cluster --state=new|existing [--peer-tls-dir] [--timeout]
+//
+// tend join-check is not a Job's step but the init container of every
+// etcd member pod, given the member's own etcd flags: it exits 0 when the
+// data directory holds etcd data, when the state is new, or when a peer's
+// member list shows that the member with --peer-url has never started (a
+// learner just added) or does not exist; and 1 when that member has run
+// before and so lost its data, which must not rejoin under its old ID, or
+// when no peer answered.
 //
 // Each writes its agent.Result to --termination-message-path, also when it
 // fails, and exits with agent.ExitOK, ExitFailed (a retry may help) or
@@ -57,10 +67,11 @@ var agentSteps = map[string]agentStep{
 	"artifact delete": {op: agent.OpDelete, timeout: 10 * time.Minute, bind: bindDelete},
 	"check":           {op: agent.OpCheck, timeout: 5 * time.Minute, bind: bindCheck},
 	"recover":         {op: agent.OpRecover, timeout: 3 * time.Minute, bind: bindRecover},
+	"join-check":      {op: agent.OpJoinCheck, timeout: 20 * time.Second, bind: bindJoinCheck},
 }
 
 // runAgent runs the agent command name (backup, fetch, verify, restore,
-// artifact, check, recover) with args, and returns its exit code.
+// artifact, check, recover, join-check) with args, and returns its exit code.
 func runAgent(name string, args []string, stderr io.Writer) int {
 	command := name
 	if name == "restore" || name == "artifact" {
@@ -259,6 +270,21 @@ func bindRecover(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Res
 	return func(ctx context.Context, log logr.Logger) (agent.Result, error) {
 		return agent.Recover(ctx, agent.RecoverOptions{
 			Endpoint: *endpoint, Member: *member, RootPassword: os.Getenv(rootPasswordEnv), Log: log,
+		})
+	}
+}
+
+func bindJoinCheck(fs *flag.FlagSet) func(context.Context, logr.Logger) (agent.Result, error) {
+	dataDir := fs.String("data-dir", "/var/lib/etcd", "the member's data directory, etcd's --data-dir")
+	name := fs.String("name", "", "the member's name, etcd's --name")
+	peerURL := fs.String("peer-url", "", "the member's peer URL, etcd's --initial-advertise-peer-urls: the member list knows it by this")
+	initialCluster := fs.String("initial-cluster", "", "etcd's --initial-cluster, name=peerURL,...: the peers asked for the member list")
+	state := fs.String("state", "", "etcd's --initial-cluster-state: new or existing")
+	peerTLSDir := fs.String("peer-tls-dir", "", "the peer certificate Secret, mounted (tls.crt, tls.key, ca.crt); empty: the peers speak plain HTTP")
+	return func(ctx context.Context, log logr.Logger) (agent.Result, error) {
+		return agent.JoinCheck(ctx, agent.JoinCheckOptions{
+			DataDir: *dataDir, Name: *name, PeerURL: *peerURL, InitialCluster: *initialCluster,
+			State: *state, PeerTLSDir: *peerTLSDir, Log: log,
 		})
 	}
 }

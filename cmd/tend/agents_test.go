@@ -384,6 +384,172 @@ func TestAgentsRecoverWholeCluster(t *testing.T) {
 	t.Logf("the error: %s", r.result.Error)
 }
 
+// TestAgentsJoinCheck runs tend join-check as a member pod's init
+// container does, next to a real 3-member cluster in plain HTTP. A data
+// directory with a WAL, and a new cluster's first start, pass without a
+// peer. An empty data directory passes under a learner just added, and
+// under a peer URL that no member has; under a member that has started
+// (m1, still running), it fails with exit 1 and says why, as it does when
+// no peer answers.
+func TestAgentsJoinCheck(t *testing.T) {
+	g := NewWithT(t)
+	cluster := etcdserver.Start(t, etcdserver.Options{Members: 3})
+	members := cluster.Members()
+	var initial []string
+	for _, m := range members {
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	closed := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+	withWAL := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(withWAL, "member", "wal"), 0o700)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(withWAL, "member", "wal", "0000000000000000-0000000000000000.wal"), []byte("wal"), 0o600)).To(Succeed())
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cluster.ClientURLs(), DialTimeout: 10 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer cli.Close()
+	learner := cluster.NewMember(t)
+	// etcd refuses a new member until its members have been connected
+	// for a few seconds ("unhealthy cluster").
+	var added *clientv3.MemberAddResponse
+	g.Eventually(func() (err error) {
+		added, err = cli.MemberAddAsLearner(ctx, []string{learner.PeerURL})
+		return err
+	}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	learnerID := strconv.FormatUint(added.Member.ID, 16)
+	list, err := cli.MemberList(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	var m1ID string
+	for _, m := range list.Members {
+		if m.Name == members[1].Name {
+			m1ID = strconv.FormatUint(m.ID, 16)
+		}
+	}
+	g.Expect(m1ID).NotTo(BeEmpty())
+	stranger := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+
+	tests := []struct {
+		name, dataDir, member, peerURL, initialCluster, state string
+		timeout                                               string
+		wantCode                                              int
+		want                                                  *agent.JoinCheckResult
+		wantErr                                               []string
+	}{
+		{
+			name: "a data directory with a WAL, no peer up", dataDir: withWAL, member: "m1", peerURL: members[1].PeerURL,
+			initialCluster: "m0=" + closed + ",m1=" + members[1].PeerURL, state: "existing",
+			want: &agent.JoinCheckResult{Decision: agent.JoinHasData},
+		},
+		{
+			name: "a new cluster's first start, no peer up", member: "m1", peerURL: members[1].PeerURL,
+			initialCluster: "m0=" + closed + ",m1=" + members[1].PeerURL, state: "new",
+			want: &agent.JoinCheckResult{Decision: agent.JoinNewCluster},
+		},
+		{
+			name: "a started member with an empty data directory", member: members[1].Name, peerURL: members[1].PeerURL,
+			initialCluster: strings.Join(initial, ","), state: "existing",
+			wantCode: agent.ExitFailed,
+			want:     &agent.JoinCheckResult{Decision: agent.JoinLostData, MemberID: m1ID, Peer: members[0].PeerURL},
+			wantErr: []string{"member " + members[1].Name + " (" + m1ID + ") has run before and its data directory ",
+				" is empty: it lost its data and must not rejoin under its old identity; the operator replaces it"},
+		},
+		{
+			name: "a learner just added", member: learner.Name, peerURL: learner.PeerURL,
+			initialCluster: strings.Join(append(initial, learner.Name+"="+learner.PeerURL), ","), state: "existing",
+			want: &agent.JoinCheckResult{Decision: agent.JoinNotStarted, MemberID: learnerID, Peer: members[0].PeerURL},
+		},
+		{
+			name: "a peer URL that no member has, the first peer down", member: "m9", peerURL: stranger,
+			initialCluster: "m8=" + closed + "," + strings.Join(initial, ","), state: "existing",
+			want: &agent.JoinCheckResult{Decision: agent.JoinNotMember, Peer: members[0].PeerURL},
+		},
+		{
+			name: "no peer answers", member: "m1", peerURL: members[1].PeerURL,
+			initialCluster: "m0=" + closed + ",m1=" + members[1].PeerURL, state: "existing", timeout: "2s",
+			wantCode: agent.ExitFailed,
+			wantErr:  []string{"no peer answered its member list in ", "context deadline exceeded", "m0 (" + closed + "): ", "connection refused"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			dataDir := tt.dataDir
+			if dataDir == "" {
+				dataDir = filepath.Join(t.TempDir(), "etcd")
+			}
+			args := []string{"join-check", "--data-dir=" + dataDir, "--name=" + tt.member, "--peer-url=" + tt.peerURL,
+				"--initial-cluster=" + tt.initialCluster, "--state=" + tt.state}
+			if tt.timeout != "" {
+				args = append(args, "--timeout="+tt.timeout)
+			}
+			r := runStep(t, agent.OpJoinCheck, args...)
+			g.Expect(r.code).To(Equal(tt.wantCode), r.output)
+			g.Expect(r.result.Terminal).To(BeFalse())
+			g.Expect(r.result.JoinCheck).To(Equal(tt.want))
+			if tt.wantErr == nil {
+				g.Expect(r.result.Error).To(BeEmpty())
+			}
+			for _, want := range tt.wantErr {
+				g.Expect(r.result.Error).To(ContainSubstring(want))
+			}
+			if tt.wantCode == agent.ExitFailed && tt.want != nil {
+				g.Expect(r.result.Error).To(ContainSubstring(dataDir))
+			}
+		})
+	}
+	// The cluster has not changed: the step only reads.
+	after, err := cli.MemberList(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after.Members).To(HaveLen(4))
+}
+
+// TestAgentsJoinCheckTLS: with --peer-tls-dir, the step presents the peer
+// certificate and verifies the peers against ca.crt, as the member's etcd
+// does: a started member is refused; a CA that did not sign the peers'
+// certificates leaves no peer answered.
+func TestAgentsJoinCheckTLS(t *testing.T) {
+	g := NewWithT(t)
+	cluster := etcdserver.Start(t, etcdserver.Options{Members: 3, TLS: true})
+	members := cluster.Members()
+	var initial []string
+	for _, m := range members {
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	peerTLSDir := func(caFile string) string {
+		dir := t.TempDir()
+		for name, from := range map[string]string{
+			corev1.TLSCertKey: cluster.PKI.ServerCertFile, corev1.TLSPrivateKeyKey: cluster.PKI.ServerKeyFile, corev1.ServiceAccountRootCAKey: caFile,
+		} {
+			data, err := os.ReadFile(from)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(os.WriteFile(filepath.Join(dir, name), data, 0o600)).To(Succeed())
+		}
+		return dir
+	}
+	args := []string{"join-check", "--data-dir=" + t.TempDir(), "--name=" + members[2].Name, "--peer-url=" + members[2].PeerURL,
+		"--initial-cluster=" + strings.Join(initial, ","), "--state=existing"}
+
+	r := runStep(t, agent.OpJoinCheck, append(args, "--peer-tls-dir="+peerTLSDir(cluster.PKI.CAFile))...)
+	g.Expect(r.code).To(Equal(agent.ExitFailed), r.output)
+	g.Expect(r.result.JoinCheck.Decision).To(Equal(agent.JoinLostData))
+	g.Expect(r.result.JoinCheck.Peer).To(Equal(members[0].PeerURL))
+	g.Expect(r.result.Error).To(ContainSubstring("member " + members[2].Name + " ("))
+	g.Expect(r.result.Error).To(ContainSubstring("has run before"))
+
+	other, err := etcdserver.NewPKI(t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	r = runStep(t, agent.OpJoinCheck, append(args, "--peer-tls-dir="+peerTLSDir(other.CAFile), "--timeout=2s")...)
+	g.Expect(r.code).To(Equal(agent.ExitFailed), r.output)
+	g.Expect(r.result.JoinCheck).To(BeNil())
+	g.Expect(r.result.Error).To(ContainSubstring("no peer answered"))
+	g.Expect(r.result.Error).To(ContainSubstring("certificate signed by unknown authority"))
+
+	noTLS := runStep(t, agent.OpJoinCheck, args...)
+	g.Expect(noTLS.code).To(Equal(agent.ExitTerminal), noTLS.output)
+	g.Expect(noTLS.result.Error).To(ContainSubstring("is https, and no peer TLS directory is given"))
+}
+
 // TestAgentsExitCodes: every agent command reports its result and exits 0,
 // 1 (a retry may help) or 2 (terminal), also for arguments it cannot use.
 func TestAgentsExitCodes(t *testing.T) {
@@ -412,6 +578,9 @@ func TestAgentsExitCodes(t *testing.T) {
 		{name: "check a cluster that does not answer", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=v3.6.16", "--timeout=1s"}, wantCode: agent.ExitFailed, wantErr: "did not pass the check"},
 		{name: "recover without a member", op: "recover", args: []string{"recover"}, wantCode: agent.ExitTerminal, wantErr: "the member's name is empty"},
 		{name: "recover on an https endpoint", op: "recover", args: []string{"recover", "--member=m0", "--endpoint=https://127.0.0.1:2379"}, wantCode: agent.ExitTerminal, wantErr: "is not http://host:port"},
+		{name: "join-check without a state", op: agent.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--peer-url=http://127.0.0.1:9", "--initial-cluster=m0=http://127.0.0.1:9"}, wantCode: agent.ExitTerminal, wantErr: `state "" is neither new nor existing`},
+		{name: "join-check without a peer URL", op: agent.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--initial-cluster=m0=http://127.0.0.1:9", "--state=new"}, wantCode: agent.ExitTerminal, wantErr: "peer URL"},
+		{name: "join-check with a bad initial cluster", op: agent.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--peer-url=http://127.0.0.1:9", "--initial-cluster=http://127.0.0.1:9", "--state=new"}, wantCode: agent.ExitTerminal, wantErr: "is not name=peerURL"},
 		{name: "recover an etcd that does not answer", op: "recover", args: []string{"recover", "--member=m0", "--endpoint=http://127.0.0.1:9", "--timeout=1s"}, wantCode: agent.ExitFailed, wantErr: "no answer to the status request at http://127.0.0.1:9"},
 	}
 	for _, tt := range tests {

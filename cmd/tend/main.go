@@ -44,7 +44,7 @@ func run(args []string, stderr io.Writer) int {
 	switch args[0] {
 	case "manager":
 		err = runManager(args[1:], stderr)
-	case "backup", "fetch", "verify", "restore", "artifact", "check", "recover":
+	case "backup", "fetch", "verify", "restore", "artifact", "check", "recover", "join-check":
 		return runAgent(args[0], args[1:], stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stderr)
@@ -79,6 +79,9 @@ Agents (the steps of backup, restore, roll and recovery Jobs):
   artifact delete   delete what a backup wrote
   check             confirm a rolled cluster: healthy, one version, equal stores
   recover           wait until an etcd --force-new-cluster is a cluster of one
+
+Before a member's etcd starts (its pod's init container):
+  join-check        refuse to start a member that lost its data under its old ID
 
 Run "tend COMMAND -h" for a command's flags.
 `)

@@ -28,14 +28,15 @@ const (
 
 // The steps, as Result.Op names them.
 const (
-	OpBackup  = "backup"
-	OpFetch   = "fetch"
-	OpVerify  = "verify"
-	OpPrepare = "prepare"
-	OpInstall = "install"
-	OpDelete  = "delete"
-	OpCheck   = "check"
-	OpRecover = "recover"
+	OpBackup    = "backup"
+	OpFetch     = "fetch"
+	OpVerify    = "verify"
+	OpPrepare   = "prepare"
+	OpInstall   = "install"
+	OpDelete    = "delete"
+	OpCheck     = "check"
+	OpRecover   = "recover"
+	OpJoinCheck = "join-check"
 )
 
 // Result is what an agent reports in its termination message: one JSON
@@ -44,7 +45,7 @@ const (
 // steps that know them.
 type Result struct {
 	// Op is the step: "backup", "fetch", "verify", "prepare", "install",
-	// "delete", "check" or "recover" (the Op constants).
+	// "delete", "check", "recover" or "join-check" (the Op constants).
 	Op string `json:"op"`
 	// Error says why the step failed; empty on success.
 	Error string `json:"error,omitempty"`
@@ -64,6 +65,9 @@ type Result struct {
 	Check *CheckResult `json:"check,omitempty"`
 	// Recovered is what a quorum-loss recovery kept; set on success only.
 	Recovered *Recovered `json:"recovered,omitempty"`
+	// JoinCheck is what a join check decided: on success, and when it
+	// refused a member that lost its data.
+	JoinCheck *JoinCheckResult `json:"joinCheck,omitempty"`
 }
 
 // Artifact is a file a backup wrote.
@@ -130,6 +134,19 @@ type Recovered struct {
 	// RaftIndex is its committed raft index and RaftTerm its term.
 	RaftIndex uint64 `json:"raftIndex"`
 	RaftTerm  uint64 `json:"raftTerm"`
+}
+
+// JoinCheckResult is what a join check decided about the start of a member's
+// etcd.
+type JoinCheckResult struct {
+	// Decision is one of the Join constants: HasData, NewCluster,
+	// NotStarted, NotMember, or LostData when the step failed for it.
+	Decision string `json:"decision"`
+	// MemberID is the ID, in hexadecimal, of the member that has the peer
+	// URL in the member list; empty when none has it or none was asked.
+	MemberID string `json:"memberID,omitempty"`
+	// Peer is the peer URL of the member that answered the member list.
+	Peer string `json:"peer,omitempty"`
 }
 
 // CheckResult is what a check of a rolled cluster saw. Its fields are

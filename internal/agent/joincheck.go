@@ -244,21 +244,15 @@ func sameURL(a, b string) bool {
 }
 
 // hasMemberData tells whether dataDir holds etcd data: a write-ahead log
-// (member/wal with any entry in it, which is how etcd decides that it has
-// one) or a backend (member/snap/db). A data directory that does not exist
-// holds none.
+// (member/wal with any entry in it), which is how etcd decides that it
+// has data. A backend (member/snap/db) without a log does not count: etcd
+// would rejoin under its old ID with an empty raft log, and vote. A data
+// directory that does not exist holds none.
 func hasMemberData(dataDir string) (bool, error) {
 	wal, err := os.ReadDir(filepath.Join(dataDir, memberDir, "wal"))
 	switch {
-	case err == nil && len(wal) > 0:
-		return true, nil
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return false, fmt.Errorf("reading the data directory: %w", err)
-	}
-	_, err = os.Stat(filepath.Join(dataDir, memberDir, "snap", "db"))
-	switch {
 	case err == nil:
-		return true, nil
+		return len(wal) > 0, nil
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	}

@@ -33,7 +33,7 @@ func TestHasMemberData(t *testing.T) {
 		{name: "a restore's leftovers outside member", files: []string{"restore/member/wal/0.wal"}},
 		{name: "a wal", files: []string{"member/wal/0000000000000000-0000000000000000.wal"}, want: true},
 		{name: "only a preallocated wal segment", files: []string{"member/wal/0.tmp"}, want: true},
-		{name: "a backend without a wal", files: []string{"member/snap/db"}, want: true},
+		{name: "a backend without a wal: etcd would start with an empty raft log", files: []string{"member/snap/db"}, want: false},
 		{name: "a raft snapshot without a backend", dirs: []string{"member/wal"}, files: []string{"member/snap/0000000000000002-0000000000000010.snap"}},
 	}
 	for _, tt := range tests {

@@ -131,6 +131,12 @@ type Bootstrap struct {
 // (OnDelete), and membership is changed through etcd before a pod is added
 // or removed, so the StatefulSet only ever runs pods that etcd expects.
 func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv1.StatefulSet {
+	return memberStatefulSet(c, size, boot, podspec.DefaultAgentImage)
+}
+
+// memberStatefulSet is statefulSet with the members' join check run from
+// agentImage.
+func memberStatefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap, agentImage string) *appsv1.StatefulSet {
 	podLabels := maps.Clone(c.Spec.PodTemplate.Labels)
 	if podLabels == nil {
 		podLabels = map[string]string{}
@@ -226,6 +232,7 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 					TerminationGracePeriodSeconds: ptr.To[int64](30),
 					AutomountServiceAccountToken:  ptr.To(false),
 					SecurityContext:               podspec.PodSecurity(),
+					InitContainers:                []corev1.Container{joinCheck(c, boot, agentImage)},
 					Containers: []corev1.Container{{
 						Name:            "etcd",
 						Image:           Image(c),
@@ -263,6 +270,37 @@ func statefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap) *appsv
 	return sts
 }
 
+// joinCheckContainer is the member pods' init container that keeps a
+// member which lost its data from rejoining under its old identity.
+const joinCheckContainer = "join-check"
+
+// joinCheck runs `tend join-check` before etcd: a member that starts with
+// an empty data directory while the cluster exists would rejoin raft under
+// its old member ID with an empty log, and vote: it could elect a member
+// that lacks committed writes, or outvote the one that has them. etcd
+// checks this only for a new cluster. The check lets an empty member
+// start only as one that has never run (a learner Tend just added); the
+// others wait, not running, until Tend replaces them.
+func joinCheck(c *etcdv1alpha1.EtcdCluster, boot Bootstrap, agentImage string) corev1.Container {
+	env := []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "ETCD_INITIAL_CLUSTER", Value: initialCluster(c, boot.Members)},
+		{Name: "ETCD_INITIAL_CLUSTER_STATE", Value: boot.State},
+	}
+	args := []string{"join-check",
+		"--data-dir=" + dataDir,
+		"--name=$(POD_NAME)",
+		fmt.Sprintf("--peer-url=https://%s:%d", memberHost(c, "$(POD_NAME)"), peerPort),
+		"--initial-cluster=$(ETCD_INITIAL_CLUSTER)",
+		"--state=$(ETCD_INITIAL_CLUSTER_STATE)",
+		"--peer-tls-dir=" + peerTLSDir,
+	}
+	return agentStep(agentImage, joinCheckContainer, args, env, []corev1.VolumeMount{
+		{Name: dataVolume, MountPath: dataDir},
+		{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true},
+	})
+}
+
 // bootstrapEnv are the settings that tell a member with an empty data
 // directory how to join. They follow the membership, and etcd ignores them
 // once it has data: a change of them is no reason to restart a member.
@@ -275,6 +313,9 @@ var bootstrapEnv = []string{"ETCD_INITIAL_CLUSTER", "ETCD_INITIAL_CLUSTER_STATE"
 func revisionOf(t corev1.PodTemplateSpec) string {
 	t = *t.DeepCopy()
 	delete(t.Annotations, etcdv1alpha1.AnnotationMemberRevision)
+	// The join check runs only when a pod starts, and comes from Tend's
+	// image: a new Tend is no reason to restart a member.
+	t.Spec.InitContainers = slices.DeleteFunc(t.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == joinCheckContainer })
 	for i := range t.Spec.Containers {
 		for j, e := range t.Spec.Containers[i].Env {
 			if slices.Contains(bootstrapEnv, e.Name) {

@@ -72,6 +72,39 @@ func TestStatefulSet(t *testing.T) {
 	g.Expect(claim.Spec.StorageClassName).To(BeNil())
 }
 
+// TestJoinCheck: every member pod checks, before etcd starts, that an empty
+// data directory is not a member that lost its data; the check is told
+// the same bootstrap settings as etcd, and neither it nor Tend's image
+// changes the members' revision (a new Tend restarts no member for it).
+func TestJoinCheck(t *testing.T) {
+	g := NewWithT(t)
+	c := testCluster(nil)
+	boot := Bootstrap{Members: []string{"main-0", "main-1"}, State: "existing"}
+	sts := memberStatefulSet(c, 2, boot, "example.com/tend:v1")
+	pod := sts.Spec.Template.Spec
+	g.Expect(pod.InitContainers).To(HaveLen(1))
+	check := pod.InitContainers[0]
+	g.Expect(check.Name).To(Equal(joinCheckContainer))
+	g.Expect(check.Image).To(Equal("example.com/tend:v1"))
+	g.Expect(check.Command).To(ContainElements("join-check", "--data-dir=/var/lib/etcd", "--name=$(POD_NAME)",
+		"--peer-url=https://$(POD_NAME).main-peer.db.svc.cluster.local:2380", "--initial-cluster=$(ETCD_INITIAL_CLUSTER)",
+		"--state=$(ETCD_INITIAL_CLUSTER_STATE)"))
+	checkEnv := map[string]string{}
+	for _, e := range check.Env {
+		checkEnv[e.Name] = e.Value
+	}
+	env := envOf(sts)
+	g.Expect(checkEnv).To(HaveKeyWithValue("ETCD_INITIAL_CLUSTER", env["ETCD_INITIAL_CLUSTER"]))
+	g.Expect(checkEnv).To(HaveKeyWithValue("ETCD_INITIAL_CLUSTER_STATE", "existing"))
+
+	rev := sts.Spec.Template.Annotations[etcdv1alpha1.AnnotationMemberRevision]
+	g.Expect(memberStatefulSet(c, 2, boot, "example.com/tend:v2").Spec.Template.Annotations).To(
+		HaveKeyWithValue(etcdv1alpha1.AnnotationMemberRevision, rev), "another Tend image")
+	without := sts.Spec.Template.DeepCopy()
+	without.Spec.InitContainers = nil
+	g.Expect(revisionOf(*without)).To(Equal(rev), "the check is not part of what members run")
+}
+
 func TestStatefulSetOptions(t *testing.T) {
 	g := NewWithT(t)
 	c := testCluster(func(s *etcdv1alpha1.EtcdClusterSpec) {

@@ -105,7 +105,7 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 			}
 		}
 	}
-	sts = statefulSet(c, n, boot)
+	sts = memberStatefulSet(c, n, boot, r.AgentImage)
 	stampTemplate(sts)
 	if err := r.createOwned(ctx, c, sts); err != nil {
 		return err
@@ -126,7 +126,7 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 // restart for it: the update strategy is OnDelete, and etcd reads its
 // bootstrap settings only from an empty data directory.
 func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope, size int32, boot Bootstrap) error {
-	want := statefulSet(s.template(), size, boot)
+	want := memberStatefulSet(s.template(), size, boot, r.AgentImage)
 	stampTemplate(want)
 	sts := s.sts
 	if ptr.Deref(sts.Spec.Replicas, 0) == size && sts.Annotations[annotationTemplateHash] == want.Annotations[annotationTemplateHash] {

@@ -390,7 +390,7 @@ func inPlaceRestore(name string, created time.Time, confirm bool) *etcdv1alpha1.
 func TestInPlaceRestoreSteps(t *testing.T) {
 	w := newRecoveryWorld(t, nil, nightly(), inPlaceRestore("back", t0.Add(-time.Minute), true))
 	g := w.g
-	rs := w.restore("back")
+	var rs *etcdv1alpha1.EtcdRestore
 
 	// Pass 1: the members stop.
 	w.pass()

@@ -194,13 +194,13 @@ func (r *Reconciler) advanceRecovery(ctx context.Context, s *scope, rec *etcdv1a
 			r.failRecovery(s, rec, nil, fmt.Sprintf("EtcdRestore %s was deleted during the restore; the members stay stopped. Create a new EtcdRestore to bring the cluster back", rec.Restore))
 			return nil
 		}
-		for i := range restores {
-			if other := &restores[i]; other.Name != rs.Name && !restoreFinished(other) && other.Status.Phase != etcdv1alpha1.RecoveryPending {
-				if err := r.setRestore(ctx, other, func(st *etcdv1alpha1.EtcdRestoreStatus) {
-					pendingRestoreStatus(st, other, fmt.Sprintf("Waiting for EtcdRestore %s, which restores the cluster now", rs.Name))
-				}); err != nil {
-					return err
-				}
+	}
+	for i := range restores {
+		if other := &restores[i]; other.Name != rec.Restore && !restoreFinished(other) && other.Status.Phase != etcdv1alpha1.RecoveryPending {
+			if err := r.setRestore(ctx, other, func(st *etcdv1alpha1.EtcdRestoreStatus) {
+				pendingRestoreStatus(st, other, fmt.Sprintf("Waiting for the recovery under way (%s) to end", rec.Cause))
+			}); err != nil {
+				return err
 			}
 		}
 	}
@@ -561,7 +561,7 @@ func (r *Reconciler) checkRestore(ctx context.Context, s *scope, rec *etcdv1alph
 		rec.Message = fmt.Sprintf("Every member runs the data of %s (revision %d; new revisions start above %d), checked by Job %s", from.URI, from.Revision, from.Revision+bumpRevision, rec.Job)
 		s.obs.recovery.restoredFrom = &from
 		if err := r.setRestore(ctx, rs, func(st *etcdv1alpha1.EtcdRestoreStatus) {
-			st.Phase, st.CompletionTime = etcdv1alpha1.RecoveryComplete, &now
+			st.Phase, st.CompletionTime, st.RestoredFrom = etcdv1alpha1.RecoveryComplete, &now, &from
 			apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: etcdv1alpha1.RestoreComplete, Status: metav1.ConditionTrue,
 				Reason: etcdv1alpha1.ReasonRestoreSucceeded, Message: rec.Message, ObservedGeneration: rs.Generation})
 		}); err != nil {

@@ -15,4 +15,10 @@
 // connection Secret) still starts a pass. Objects that the cache does not hold
 // are read live (ReadThrough, or the manager's APIReader). A narrowing limits
 // the cache, not the RBAC: the informers still list and watch the whole kind.
+//
+// With leader election on, the controllers' writes pass a fence (fence.go):
+// before the writes of each second, it reads the Lease live, and refuses
+// them unless this process holds it unexpired; a process found to have lost
+// it stops. controller-runtime's leader election alone lets a leader that
+// was frozen past its Lease act on its stale cache when it thaws.
 package manager

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsfilters "sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -42,6 +43,16 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	if err != nil {
 		return nil, err
 	}
+	// With leader election on, the controllers' writes pass a fence: a
+	// leader that lost its Lease writes nothing (docs/reliability.md, D1).
+	var fence *writeFence
+	var lock resourcelock.Interface
+	if opts.LeaderElect {
+		if fence, err = newWriteFence(cfg, opts); err != nil {
+			return nil, err
+		}
+		lock = fence.lock
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.Scheme,
 		Cache:                         cacheOpts,
@@ -56,9 +67,17 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
 		WebhookServer:                 webhooks.Server(),
+		// controller-runtime's own lock, but built by newWriteFence.
+		LeaderElectionResourceLockInterface: lock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	controllersMgr := mgr
+	if fence != nil {
+		if controllersMgr, err = fence.install(mgr); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
@@ -72,7 +91,7 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		return nil, fmt.Errorf("setting up the webhooks: %w", err)
 	}
 	for _, c := range controllers {
-		if err := c.Setup(mgr); err != nil {
+		if err := c.Setup(controllersMgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", c.Name, err)
 		}
 	}
@@ -81,7 +100,10 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 
 // Run builds the manager with the given controllers and runs it until ctx is
 // done. With leader election on, the Lease is released on a clean stop, so
-// that a successor takes over at once rather than after the lease duration.
+// that a successor takes over at once rather than after the lease duration;
+// and Run returns an error, for the process to exit, once the manager has
+// lost the Lease, whether its leader elector or the controllers' write
+// fence finds it first.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, controllers []Controller) error {
 	mgr, err := New(cfg, opts, controllers)
 	if err != nil {

@@ -221,6 +221,14 @@ func (r *Reconciler) addLearner(ctx context.Context, s *scope, cli Members, ordi
 	r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s (%s) as a learner", name, m.ID)
 	views = append(views, memberView{MemberStatus: etcd.MemberStatus{Member: m}, Name: name, Ordinal: ordinal})
 	if int32(ordinal) < ptr.Deref(s.sts.Spec.Replicas, 0) {
+		// The pod comes back from the template at once, and etcd reads
+		// its bootstrap settings once: they must name the new learner
+		// first. The membership before may not have named this ordinal
+		// (after a recovery from a survivor), and a pod told the old one
+		// fails until its learner is given up.
+		if err := r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views)); err != nil {
+			return views, err
+		}
 		if err := r.deleteMemberData(ctx, s, ordinal); err != nil {
 			return views, err
 		}

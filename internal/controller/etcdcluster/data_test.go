@@ -300,6 +300,13 @@ func TestRestoreFromABackupFillsTheVolumesBeforeTheMembersStart(t *testing.T) {
 	sts := &appsv1.StatefulSet{}
 	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "new"}, sts) }, wait).Should(Succeed())
 	g.Expect(envOf(sts)).To(HaveKeyWithValue("ETCD_INITIAL_CLUSTER_STATE", "new"))
+	for _, job := range jobs {
+		// Its pod mounts the member's claim, and would keep Tend from
+		// deleting the claim later (pvc-protection counts completed pods).
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}))
+		}, wait).Should(BeTrue(), "the finished restore Job %s is deleted", job.Name)
+	}
 	g.Eventually(func(g Gomega) {
 		got := getCluster(g, c)
 		r := condition(got, etcdv1alpha1.ConditionRestored)

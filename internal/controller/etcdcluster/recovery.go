@@ -400,7 +400,7 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, s *scope, rec *etcdv1a
 		}
 	}
 	if left > 0 {
-		s.obs.recovery.message = fmt.Sprintf("Deleting the volume claims of the lost members: %d left", left)
+		s.obs.recovery.message = fmt.Sprintf("Deleting the volume claims of the lost members: %d left (a claim goes once no pod mounts it, completed pods included)", left)
 		return nil
 	}
 	job := &batchv1.Job{}
@@ -425,6 +425,9 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, s *scope, rec *etcdv1a
 		}
 		if res.Recovered != nil {
 			rec.Revision = res.Recovered.Revision
+		}
+		if err := r.deleteDoneJob(ctx, c, job.Name); err != nil {
+			return err
 		}
 		rec.Phase = etcdv1alpha1.RecoveryStarting
 		rec.Message = fmt.Sprintf("%s leads a one-member cluster at revision %d", rec.Survivor, rec.Revision)
@@ -569,6 +572,11 @@ func (r *Reconciler) checkRestore(ctx context.Context, s *scope, rec *etcdv1alph
 		}
 		r.event(c, corev1.EventTypeNormal, "Restored", "Restore", "%s", rec.Message)
 		r.Recorder.Eventf(rs, c, corev1.EventTypeNormal, "Restored", "Restore", "%s", rec.Message)
+		for i := range int(replicas(c)) {
+			if err := r.deleteDoneJob(ctx, c, restoreRunJob(rs, i)); err != nil {
+				return err
+			}
+		}
 	default:
 		s.obs.recovery.message = rec.Message
 	}

@@ -492,6 +492,11 @@ func TestInPlaceRestoreSteps(t *testing.T) {
 	g.Expect(complete.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(complete.Reason).To(Equal(etcdv1alpha1.ReasonRestoreSucceeded))
 	g.Expect(w.replicas()).To(BeEquivalentTo(3))
+	for i := range 3 {
+		// Their pods mount the members' claims, which no pod may mount
+		// when Tend deletes a claim (pvc-protection counts completed pods).
+		g.Expect(w.job(fmt.Sprintf("back-%d", i))).To(BeNil(), "the finished restore Job %d is deleted", i)
+	}
 
 	// The next pass runs the cluster as any other: nothing more to restore,
 	// the members and their volumes as they are.
@@ -631,6 +636,7 @@ func TestSurvivorRecoverySteps(t *testing.T) {
 	c := w.cluster()
 	g.Expect(c.Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryStarting))
 	g.Expect(c.Status.Recovery.Revision).To(BeEquivalentTo(41))
+	g.Expect(w.job("kv-recover-x")).To(BeNil(), "the finished Job, which mounts the survivor's claim, is deleted")
 	g.Expect(w.replicas()).To(BeEquivalentTo(2), "up to the survivor's ordinal")
 	sts := &appsv1.StatefulSet{}
 	w.get("kv", sts)

@@ -265,7 +265,26 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 	from.Time = &metav1.Time{Time: s.now.Truncate(1e9)}
 	s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoredFromBackup, done: true, from: &from}
 	r.event(c, corev1.EventTypeNormal, "Restored", "Restore", "Restored every member's data from %s (revision %d, bumped by %d)", from.URI, from.Revision, bumpRevision)
+	for i := range int(replicas(c)) {
+		if err := r.deleteDoneJob(ctx, c, restoreJobName(c, i)); err != nil {
+			return false, err
+		}
+	}
 	return true, nil
+}
+
+// deleteDoneJob deletes a finished Job that mounted a member's volume, with
+// its pods: a pod that mounts a claim keeps it from being deleted even
+// once it completed (kubernetes.io/pvc-protection), and Tend deletes
+// members' claims when it replaces, removes or recovers members. What the
+// Job did is in the status and the Events by then; a retried step finds
+// its work done.
+func (r *Reconciler) deleteDoneJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name string) error {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
+	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the finished Job %s: %w", name, err)
+	}
+	return nil
 }
 
 // jobStateOf reads a Job's terminal conditions.

@@ -35,7 +35,7 @@ func (r *Reconciler) reconcileQuorumLoss(ctx context.Context, s *scope, views []
 	}
 	policy, after := quorumLossOf(c)
 	in := recoveryInput{voters: votersOf(c, views, data), lostSince: s.now, now: s.now, policy: policy, after: after,
-		approval: c.Annotations[etcdv1alpha1.AnnotationRecoverFrom], backup: backup}
+		approval: c.Annotations[etcdv1alpha1.AnnotationRecoverFrom], backup: backup, namespace: c.Namespace, name: c.Name}
 	if cond := apimeta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); cond != nil && cond.Status != metav1.ConditionTrue {
 		in.lostSince = cond.LastTransitionTime.Time
 	}

@@ -57,6 +57,8 @@ type recoveryInput struct {
 	// backup is the latest Complete and Verified EtcdBackup of the
 	// cluster, if any.
 	backup string
+	// namespace and name are the cluster's, for the commands in messages.
+	namespace, name string
 }
 
 // recoveryPlan is planRecovery's answer.
@@ -179,8 +181,8 @@ func planRecovery(in recoveryInput) recoveryPlan {
 	switch {
 	case in.policy != etcdv1alpha1.QuorumLossAuto && in.approval == "":
 		p.decision = recoverWait
-		p.message = fmt.Sprintf("%s. spec.quorumLoss.policy is Manual: approve with kubectl annotate etcdcluster -n <namespace> <name> %s=member/%s (or backup/<EtcdBackup name>), or create an EtcdRestore",
-			lost, etcdv1alpha1.AnnotationRecoverFrom, cmp.Or(p.survivor, "<member>"))
+		p.message = fmt.Sprintf("%s. spec.quorumLoss.policy is Manual: approve with kubectl annotate etcdcluster -n %s %s %s=member/%s (or backup/<EtcdBackup name>), or create an EtcdRestore",
+			lost, cmp.Or(in.namespace, "<namespace>"), cmp.Or(in.name, "<name>"), etcdv1alpha1.AnnotationRecoverFrom, cmp.Or(p.survivor, "<member>"))
 	case in.now.Before(due):
 		p.decision = recoverWait
 		p.message = fmt.Sprintf("%s, at %s (spec.quorumLoss.after %s after the loss)", lost, due.UTC().Format(time.RFC3339), in.after)

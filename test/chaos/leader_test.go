@@ -78,10 +78,10 @@ func TestLeaderElectionTakeover(t *testing.T) {
 // with its stale cache. It must find out that it lost the Lease before it
 // writes anything: a watch of the pods must see none above the spec.
 //
-// This fails today in about half the runs (docs/reliability.md, defect
-// D1): the thawed leader's workers reconcile before its Lease renewal
-// fails. make test-chaos-short leaves it out by name (go test -skip, in the
-// Makefile), so that CI stays a signal for the rest; make chaos runs it.
+// It failed in about half the runs before the managers' write fence
+// (docs/reliability.md, defect D1): the thawed leader's workers reconciled
+// before its Lease renewal failed. Now the fence refuses their writes and
+// stops the process.
 func TestLeaderFrozenPastLease(t *testing.T) {
 	r := scenario(t, "2 manager replicas, leader SIGSTOP past its Lease")
 	ctx := t.Context()

@@ -5,10 +5,7 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -100,45 +97,9 @@ func sigkillPod(pod *corev1.Pod, container string) (int, error) {
 }
 
 // signalPod sends sig to every process of pod's container named container,
-// as sigkillPod does.
+// as sigkillPod does (framework.SignalContainer).
 func signalPod(pod *corev1.Pod, container string, sig syscall.Signal) (int, error) {
-	var containerID string
-	for _, st := range pod.Status.ContainerStatuses {
-		if st.Name == container {
-			_, containerID, _ = strings.Cut(st.ContainerID, "://")
-		}
-	}
-	if containerID == "" {
-		return 0, fmt.Errorf("pod %s/%s has no running container %s", pod.Namespace, pod.Name, container)
-	}
-	procs, err := filepath.Glob("/proc/[0-9]*/cgroup")
-	if err != nil {
-		return 0, err
-	}
-	uid := string(pod.UID)
-	killed := 0
-	for _, f := range procs {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue // the process has gone
-		}
-		s := string(data)
-		inPod := strings.Contains(s, uid) || strings.Contains(s, strings.ReplaceAll(uid, "-", "_"))
-		if !inPod || !strings.Contains(s, containerID) {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		if err != nil {
-			continue
-		}
-		if err := syscall.Kill(pid, sig); err == nil {
-			killed++
-		}
-	}
-	if killed == 0 {
-		return 0, fmt.Errorf("found no process to signal of container %s (%s) of pod %s/%s on this machine", container, containerID, pod.Namespace, pod.Name)
-	}
-	return killed, nil
+	return framework.SignalContainer(pod, container, sig)
 }
 
 // kill is one manager kill: which pod led, and how long until another led.

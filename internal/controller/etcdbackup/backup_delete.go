@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -141,6 +142,13 @@ func (r *BackupReconciler) createDeleteJob(ctx context.Context, s *backupScope) 
 	case apierrors.IsAlreadyExists(err):
 		s.requeueAfter(time.Second)
 		return nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// Nothing can be made in a namespace being deleted, and waiting
+		// would hold the namespace for ever. The file stays: a volume's
+		// goes with its claim in this namespace; an S3 object is kept,
+		// which loses nothing.
+		ctrl.LoggerFrom(ctx).Info("Keeping the file: its namespace is being deleted, so no delete Job can run", "uri", location(b).URI)
+		return r.release(ctx, s)
 	case err != nil:
 		return fmt.Errorf("creating Job %s: %w", job.Name, err)
 	}

@@ -102,3 +102,33 @@ func TestAFailedReleaseKeepsTheDeleteJob(t *testing.T) {
 	g.Expect(cl.List(ctx, &jobs)).To(Succeed())
 	g.Expect(jobs.Items).To(BeEmpty(), "the Job is deleted, and no other made")
 }
+
+// TestADeletedNamespaceKeepsTheFile: in a namespace being deleted no delete
+// Job can be made; waiting for one held the namespace for ever (seen on
+// the node). The backup is let go, and its file kept.
+func TestADeletedNamespaceKeepsTheFile(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	now := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	b := &etcdv1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "nightly", UID: "b-1",
+			Finalizers: []string{etcdv1alpha1.BackupFinalizer}, DeletionTimestamp: &now},
+		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: "kv"}, BackupOptions: etcdv1alpha1.BackupOptions{
+			Destination: etcdv1alpha1.BackupDestination{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "backups"}},
+		}},
+		Status: etcdv1alpha1.EtcdBackupStatus{StartTime: &now},
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(b).WithStatusSubresource(b).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, obj.GetName(),
+				errors.New("unable to create new content in namespace db because it is being terminated"))
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace db is being terminated", Field: "metadata.namespace"}}
+			return err
+		}}).Build()
+	r := &BackupReconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10),
+		Clock: clocktesting.NewFakeClock(now.Time), AgentImage: "tend:test", PollInterval: time.Second}
+
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(apierrors.IsNotFound(cl.Get(ctx, client.ObjectKeyFromObject(b), &etcdv1alpha1.EtcdBackup{}))).To(BeTrue(), "let go")
+}

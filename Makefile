@@ -102,7 +102,7 @@ test-chaos-short: ## The chaos suite's reduced form for CI: a few kills of each 
 .PHONY: bench
 bench: toolchain-envtest ## Run the benchmarks; they print figures and never fail on time.
 	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test -p 1 -timeout 30m -run '^$$' -bench . -benchmem ./...
-	# B8, B9 and B10 run on the local cluster, which they bring up, and time minutes-long steps themselves.
+	# B8 to B11 run on the local cluster, which they bring up, and time minutes-long steps themselves.
 	go test -tags e2e -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/etcd/...
 
 ##@ Build

@@ -245,23 +245,35 @@ func (r *Reconciler) enableAuth(ctx context.Context, s *scope, cli Members) erro
 		return nil
 	}
 	c := s.cluster
+	if err := applyAuth(ctx, c, cli, s.rootPassword, restoring(c)); err != nil || !c.Spec.Auth.Enabled {
+		return err
+	}
+	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "Enabled authentication; the root user's password is in Secret %s", RootSecretName(c))
+	return nil
+}
+
+// applyAuth makes the members' authentication what c's spec asks, with
+// rootPassword for root. Restored data brings the old cluster's auth and
+// root password: with restored set, auth is turned off when the spec has
+// none, and the password is set anew.
+func applyAuth(ctx context.Context, c *etcdv1alpha1.EtcdCluster, cli Members, rootPassword string, restored bool) error {
 	if !c.Spec.Auth.Enabled {
-		// Restored data brings the old cluster's auth: this one has none.
+		if !restored {
+			return nil
+		}
 		if err := cli.DisableAuth(ctx); err != nil {
 			return fmt.Errorf("disabling the restored data's authentication: %w", err)
 		}
 		return nil
 	}
-	if err := cli.EnableAuth(ctx, s.rootPassword); err != nil {
+	if err := cli.EnableAuth(ctx, rootPassword); err != nil {
 		return fmt.Errorf("enabling authentication: %w", err)
 	}
-	if restoring(c) {
-		// Restored data brings the old cluster's root password.
-		if err := cli.SetRootPassword(ctx, s.rootPassword); err != nil {
+	if restored {
+		if err := cli.SetRootPassword(ctx, rootPassword); err != nil {
 			return fmt.Errorf("setting the restored data's root password: %w", err)
 		}
 	}
-	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "Enabled authentication; the root user's password is in Secret %s", RootSecretName(c))
 	return nil
 }
 

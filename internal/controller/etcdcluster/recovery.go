@@ -482,7 +482,7 @@ func (r *Reconciler) startMembers(ctx context.Context, s *scope, rec *etcdv1alph
 		r.event(c, corev1.EventTypeNormal, "Recovered", "Recover", "%s", rec.Message)
 		return nil
 	}
-	if err := r.restoredAuth(callCtx, s, cli); err != nil {
+	if err := applyAuth(callCtx, c, cli, s.rootPassword, true); err != nil {
 		return err
 	}
 	views := viewsOf(c, statuses, s.now)
@@ -491,24 +491,6 @@ func (r *Reconciler) startMembers(ctx context.Context, s *scope, rec *etcdv1alph
 	}
 	rec.Phase, rec.Job = etcdv1alpha1.RecoveryChecking, restoreCheckJob(rs)
 	rec.Message = fmt.Sprintf("Every member is healthy; Job %s checks the cluster", rec.Job)
-	return nil
-}
-
-// restoredAuth makes restored data's authentication match the spec and
-// the root Secret.
-func (r *Reconciler) restoredAuth(ctx context.Context, s *scope, cli Members) error {
-	if !s.cluster.Spec.Auth.Enabled {
-		if err := cli.DisableAuth(ctx); err != nil {
-			return fmt.Errorf("disabling the restored data's authentication: %w", err)
-		}
-		return nil
-	}
-	if err := cli.EnableAuth(ctx, s.rootPassword); err != nil {
-		return fmt.Errorf("enabling authentication: %w", err)
-	}
-	if err := cli.SetRootPassword(ctx, s.rootPassword); err != nil {
-		return fmt.Errorf("setting the restored data's root password: %w", err)
-	}
 	return nil
 }
 
@@ -524,13 +506,8 @@ func (r *Reconciler) markVolumes(ctx context.Context, s *scope, views []memberVi
 		if !ok || ids[ordinal] == "" || pvc.Annotations[annotationMemberID] == ids[ordinal] {
 			continue
 		}
-		patch := client.MergeFrom(pvc.DeepCopy())
-		if pvc.Annotations == nil {
-			pvc.Annotations = map[string]string{}
-		}
-		pvc.Annotations[annotationMemberID] = ids[ordinal]
-		if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("marking volume claim %s: %w", pvc.Name, err)
+		if err := r.markClaim(ctx, pvc, ids[ordinal]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -148,15 +148,23 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope, views []mem
 				return err
 			}
 		case hasMember && member.Healthy && marked != member.ID.String():
-			patch := client.MergeFrom(pvc.DeepCopy())
-			if pvc.Annotations == nil {
-				pvc.Annotations = map[string]string{}
-			}
-			pvc.Annotations[annotationMemberID] = member.ID.String()
-			if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("marking volume claim %s: %w", pvc.Name, err)
+			if err := r.markClaim(ctx, pvc, member.ID.String()); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// markClaim records on pvc the ID of the member whose data it holds.
+func (r *Reconciler) markClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, id string) error {
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations[annotationMemberID] = id
+	if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("marking volume claim %s: %w", pvc.Name, err)
 	}
 	return nil
 }

@@ -76,6 +76,11 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	}
 	if err == nil {
 		s.sts = sts
+		if restoring(c) && c.Status.RestoredFrom == nil {
+			// The pass that finished the restore made the StatefulSet, but
+			// its status write was lost: what it restored is known still.
+			return r.recordRestored(ctx, s)
+		}
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {

@@ -722,3 +722,24 @@ func TestARestoreOfAReusedNameRestoresAgain(t *testing.T) {
 		g.Expect(containerNamed(job.Spec.Template.Spec.InitContainers, "fetch").Command).To(ContainElement(ContainSubstring("weekly")), "Job %s", job.Name)
 	}
 }
+
+// TestALostStatusWriteStillRecordsTheRestore: a new cluster restored from
+// a backup whose status write was lost in the pass that finished the
+// restore (a conflict; seen on the node) has its StatefulSet already and
+// its restore Jobs deleted. The next pass still records what was restored,
+// rather than report for ever that the restore has not started.
+func TestALostStatusWriteStillRecordsTheRestore(t *testing.T) {
+	w := newRecoveryWorld(t, func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Bootstrap = &etcdv1alpha1.Bootstrap{Restore: &etcdv1alpha1.BootstrapRestore{BackupRef: &corev1.LocalObjectReference{Name: "nightly"}}}
+	}, nightly())
+	g := w.g
+	w.pass()
+	c := w.cluster()
+	g.Expect(c.Status.RestoredFrom).NotTo(BeNil())
+	g.Expect(c.Status.RestoredFrom.Backup).To(Equal("nightly"))
+	g.Expect(c.Status.RestoredFrom.Revision).To(BeEquivalentTo(77))
+	g.Expect(c.Status.RestoredFrom.Time).NotTo(BeNil())
+	restored := conditionOf(c.Status.Conditions, etcdv1alpha1.ConditionRestored)
+	g.Expect(restored.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(restored.Message).To(ContainSubstring("EtcdBackup nightly"))
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -271,6 +272,30 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 		}
 	}
 	return true, nil
+}
+
+// recordRestored reports the restore of a new cluster as done, once its
+// StatefulSet exists (it is made only after every member's data was
+// restored), for a status that missed the pass that finished it.
+func (r *Reconciler) recordRestored(ctx context.Context, s *scope) error {
+	c := s.cluster
+	src, progress, err := r.resolveRestoreSource(ctx, c)
+	if err != nil {
+		return err
+	}
+	from := etcdv1alpha1.RestoredFrom{URI: "(the backup is gone)"}
+	switch {
+	case src != nil:
+		from = src.from
+	case progress != nil && c.Spec.Bootstrap.Restore.BackupRef != nil:
+		from.Backup = c.Spec.Bootstrap.Restore.BackupRef.Name
+	}
+	from.Time = &metav1.Time{Time: s.sts.CreationTimestamp.Time}
+	if from.Time.IsZero() {
+		from.Time.Time = s.now.Truncate(time.Second)
+	}
+	s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoredFromBackup, done: true, from: &from}
+	return nil
 }
 
 // deleteDoneJob deletes a finished Job that mounted a member's volume, with

@@ -57,6 +57,17 @@ func (r *Reconciler) reconcileRecovery(ctx context.Context, s *scope) (bool, err
 	}
 	rec := c.Status.Recovery.DeepCopy()
 	if recovering(rec) {
+		// Each step stops, deletes or starts something: it must act on the
+		// recovery as the apiserver has it, not on a cache that may lag
+		// a step behind (a stale RestoringData would delete volume claims
+		// of members that came back since).
+		live := &etcdv1alpha1.EtcdCluster{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil {
+			return true, fmt.Errorf("reading the EtcdCluster before a recovery step: %w", err)
+		}
+		if live.ResourceVersion != c.ResourceVersion {
+			return true, fmt.Errorf("%w: the recovery waits for the next pass", errStaleCluster)
+		}
 		s.obs.recovery = &recoveryObservation{status: rec, holding: true}
 		if c.Spec.Paused {
 			s.obs.recovery.message = fmt.Sprintf("spec.paused is true: the recovery holds at %s", rec.Phase)
@@ -102,6 +113,9 @@ func (r *Reconciler) reconcileRecovery(ctx context.Context, s *scope) (bool, err
 	}
 	return false, nil
 }
+
+// errStaleCluster: the cache's EtcdCluster is older than the apiserver's.
+var errStaleCluster = errors.New("the cached EtcdCluster is older than the apiserver's")
 
 // restoresOf lists the EtcdRestores of c, oldest first.
 func (r *Reconciler) restoresOf(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]etcdv1alpha1.EtcdRestore, error) {

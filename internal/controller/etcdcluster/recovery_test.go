@@ -743,3 +743,22 @@ func TestALostStatusWriteStillRecordsTheRestore(t *testing.T) {
 	g.Expect(restored.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(restored.Message).To(ContainSubstring("EtcdBackup nightly"))
 }
+
+// TestARecoveryStepWaitsForAFreshCache: a recovery step acts (stops
+// members, deletes claims) on the recovery as the apiserver has it. A pass
+// whose cached cluster is older does nothing: here a stale RestoringData
+// would delete the claims of members that came back since.
+func TestARecoveryStepWaitsForAFreshCache(t *testing.T) {
+	w := survivorWorld(t, etcdv1alpha1.RecoveryRestoring, nil)
+	g := w.g
+	w.stopPods()
+	newer := w.cluster()
+	newer.ResourceVersion = "999999"
+	w.r.APIReader = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(newer).Build()
+
+	w.clock.Step(2 * time.Second)
+	_, err := w.r.Reconcile(w.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w.c)})
+	g.Expect(err).To(MatchError(errStaleCluster))
+	g.Expect(w.marks()).To(HaveLen(3), "no claim deleted")
+	g.Expect(w.job("kv-recover-x")).To(BeNil())
+}

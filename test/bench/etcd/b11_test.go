@@ -2,60 +2,6 @@
 
 package etcd
 
-// # B11: disaster recovery
-//
-// BenchmarkB11 measures, on the same rig, how long an EtcdCluster of 3
-// members takes to come back, in one run, with -b11.samples (3) samples
-// of each figure. In one namespace it makes a cluster b11 (3 members,
-// deletionPolicy Delete, spec.quorumLoss Auto after -b11.after, 10s, the
-// rest the defaults), writes -b11.keys (1000) keys of 1 KiB from this
-// machine, and takes one EtcdBackup of it to a volume claim, Complete and
-// Verified. Then -b11.samples rounds each run every variant once on that
-// cluster, in an order that rotates from round to round; each starts once
-// the cluster has settled (3 healthy voters, Available, Progressing=False,
-// no recovery running) and after a sync(2) of the node:
-//
-//   - (i) quorum loss: two members (the leader among them) lose their
-//     volume claims (deleted without waiting) and then their pods. From the
-//     first delete call to the first status, as the watch received it,
-//     with Available=False; with a new status.recovery (Tend acted, after
-//     -b11.after); with Available=True again (the survivor alone, made a
-//     one-member cluster); with that recovery Complete; and with 3 healthy
-//     voters, Available (the lost members added back as learners and
-//     promoted): the figure.
-//   - (ii) in-place restore: an EtcdRestore of the cluster from the
-//     backup, confirmOverwrite true. From its create to the first state of
-//     the EtcdRestore with Complete=True, and to the first status of the
-//     cluster with that restore's status.recovery Complete and 3 healthy
-//     voters, Available.
-//   - (iii) the anchor, what one does without an in-place restore: delete
-//     the EtcdCluster (deletionPolicy Delete), wait until it and its volume
-//     claims are gone (polled every 200 ms), and create it anew with
-//     spec.bootstrap.restore.backupRef naming the same backup. From the
-//     delete to the first status of the new cluster with 3 healthy
-//     voters, Available.
-//
-// Each variant leaves a cluster of 3 members that the next one starts
-// from; after (i) and (iii) the benchmark waits, untimed, until the
-// volumes of the deleted claims are gone. The table (Markdown, to standard
-// output and the benchmark's log) gives each figure's least, median and
-// greatest, and the ratio (ii)/(iii) of the medians; b.ReportMetric gets
-// the medians (quorum_loss_s, quorum_loss_available_s,
-// restore_complete_s, restore_s, anchor_s) and the ratios
-// (restore_complete_ratio, restore_ratio). Each sample logs its timeline
-// (statuses, Events and the benchmark's actions; -b8.timeline).
-//
-// B11 never fails on time. It fails on real errors: a step not done
-// within -b11.timeout (10m), a recovery or restore that fails, a quorum
-// loss recovered from a backup rather than the survivor. Its samples are
-// taken once per run: -benchtime does not change their number; -b11.samples
-// does. Run it alone with:
-//
-//	go test -tags e2e ./test/bench/etcd -run '^$' -bench B11 -benchtime 1x -timeout 60m
-//
-// After -args: -b11.samples, -b11.after, -b11.keys, -b11.timeout. Its
-// table is tested without the tag.
-
 import (
 	"context"
 	"errors"

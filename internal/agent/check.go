@@ -91,20 +91,26 @@ func Check(ctx context.Context, o CheckOptions) (Result, error) {
 	defer c.http.CloseIdleConnections()
 	defer c.close()
 
+	// last is what the last attempt found, unless the deadline cut that
+	// attempt short: then the one before says more.
+	var last error
 	for attempt := 1; ; attempt++ {
 		check, err := c.attempt(ctx)
-		r.Check = check
 		switch {
 		case err == nil:
+			r.Check = check
 			o.Log.Info("The cluster passed the check", "clusterVersion", check.ClusterVersion, "revision", check.Revision, "members", len(check.Members))
 			return r, nil
 		case Terminal(err):
+			r.Check = check
 			return r, err
+		case last == nil || ctx.Err() == nil:
+			r.Check, last = check, err
 		}
 		o.Log.Info("The cluster did not pass the check yet", "attempt", attempt, "reason", err.Error())
 		select {
 		case <-ctx.Done():
-			return r, fmt.Errorf("the cluster did not pass the check in %d attempts (%w); the last: %w", attempt, ctx.Err(), err)
+			return r, fmt.Errorf("the cluster did not pass the check in %d attempts (%w); the last: %w", attempt, ctx.Err(), last)
 		case <-o.Clock.After(o.Interval):
 		}
 	}

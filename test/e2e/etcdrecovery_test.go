@@ -135,9 +135,9 @@ func TestEtcdRestoreInPlace(t *testing.T) {
 		return restoreHasCondition(r, etcdv1alpha1.RestoreComplete, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoreSucceeded)
 	})
 	t.Logf("The EtcdRestore was Complete %s after its create: %s", time.Since(created).Round(time.Second), restoreSummary(done))
-	ready := e.waitRecovered(t, recoveryTimeout)
+	e.waitRecovered(t, recoveryTimeout)
 	t.Logf("The EtcdCluster was Available with 3 members %s after the EtcdRestore's create", time.Since(created).Round(time.Second))
-	ready = e.waitReady(t, 3)
+	ready := e.waitReady(t, 3)
 
 	// The EtcdRestore says what it restored, and when.
 	if done.Status.Phase != etcdv1alpha1.RecoveryComplete {
@@ -334,9 +334,9 @@ func (e *etcdTest) quorumLossRecovers(t *testing.T, approve func(survivor string
 		return true, nil
 	})
 	t.Logf("Tend began the recovery from %s %s after the loss", survivor, time.Since(lostAt).Round(time.Second))
-	ready := e.waitRecovered(t, recoveryTimeout)
+	e.waitRecovered(t, recoveryTimeout)
 	t.Logf("The cluster was Available with 3 members %s after the loss", time.Since(lostAt).Round(time.Second))
-	ready = e.waitReady(t, 3)
+	ready := e.waitReady(t, 3)
 
 	seen := rec.stop()
 	if r := ready.Status.Recovery; r != nil {

@@ -33,14 +33,7 @@ import (
 func TestAStaleCacheMakesNoDeleteJobForAGoneBackup(t *testing.T) {
 	g := NewWithT(t)
 	now := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
-	b := &etcdv1alpha1.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "nightly", UID: "b-1",
-			Finalizers: []string{etcdv1alpha1.BackupFinalizer}, DeletionTimestamp: &now},
-		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: "kv"}, BackupOptions: etcdv1alpha1.BackupOptions{
-			Destination: etcdv1alpha1.BackupDestination{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "backups"}},
-		}},
-		Status: etcdv1alpha1.EtcdBackupStatus{StartTime: &now},
-	}
+	b := deletedBackup(now)
 	stale := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(b).WithStatusSubresource(b).Build()
 	apiserver := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build() // the backup is gone
 	r := &BackupReconciler{Client: stale, APIReader: apiserver, Recorder: events.NewFakeRecorder(10),
@@ -63,14 +56,7 @@ func TestAFailedReleaseKeepsTheDeleteJob(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	now := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
-	b := &etcdv1alpha1.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "nightly", UID: "b-1",
-			Finalizers: []string{etcdv1alpha1.BackupFinalizer}, DeletionTimestamp: &now},
-		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: "kv"}, BackupOptions: etcdv1alpha1.BackupOptions{
-			Destination: etcdv1alpha1.BackupDestination{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "backups"}},
-		}},
-		Status: etcdv1alpha1.EtcdBackupStatus{StartTime: &now},
-	}
+	b := deletedBackup(now)
 	job := deleteJob(b, "tend:test")
 	job.UID = "job-1"
 	done := &corev1.Pod{
@@ -110,14 +96,7 @@ func TestADeletedNamespaceKeepsTheFile(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	now := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
-	b := &etcdv1alpha1.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "nightly", UID: "b-1",
-			Finalizers: []string{etcdv1alpha1.BackupFinalizer}, DeletionTimestamp: &now},
-		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: "kv"}, BackupOptions: etcdv1alpha1.BackupOptions{
-			Destination: etcdv1alpha1.BackupDestination{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "backups"}},
-		}},
-		Status: etcdv1alpha1.EtcdBackupStatus{StartTime: &now},
-	}
+	b := deletedBackup(now)
 	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(b).WithStatusSubresource(b).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			err := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, obj.GetName(),
@@ -131,4 +110,17 @@ func TestADeletedNamespaceKeepsTheFile(t *testing.T) {
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apierrors.IsNotFound(cl.Get(ctx, client.ObjectKeyFromObject(b), &etcdv1alpha1.EtcdBackup{}))).To(BeTrue(), "let go")
+}
+
+// deletedBackup is an EtcdBackup of a volume, deleted at now, whose
+// finalizer still holds it.
+func deletedBackup(now metav1.Time) *etcdv1alpha1.EtcdBackup {
+	return &etcdv1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "nightly", UID: "b-1",
+			Finalizers: []string{etcdv1alpha1.BackupFinalizer}, DeletionTimestamp: &now},
+		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: "kv"}, BackupOptions: etcdv1alpha1.BackupOptions{
+			Destination: etcdv1alpha1.BackupDestination{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "backups"}},
+		}},
+		Status: etcdv1alpha1.EtcdBackupStatus{StartTime: &now},
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,12 +42,14 @@ func (e *etcdHandle) get(ctx context.Context) (*etcdv1alpha1.EtcdCluster, error)
 	return ec, cluster.Client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, ec)
 }
 
+// serviceEndpoint is the client Service's URL, status.clientEndpoint.
 func (e *etcdHandle) serviceEndpoint() string {
-	return fmt.Sprintf("https://%s-client.%s.svc:2379", e.Name, e.Namespace)
+	return framework.EtcdServiceEndpoint(e.Namespace, e.Name)
 }
 
+// memberHost is member's own DNS name, through the peer Service.
 func (e *etcdHandle) memberHost(member string) string {
-	return fmt.Sprintf("%s.%s-peer.%s.svc.cluster.local", member, e.Name, e.Namespace)
+	return framework.EtcdMemberHost(e.Namespace, e.Name, member)
 }
 
 func (e *etcdHandle) memberEndpoint(member string) string {
@@ -61,39 +62,14 @@ func (e *etcdHandle) clientTLS(t *testing.T) *tls.Config {
 }
 
 // hostsNow maps the cluster's DNS names to the addresses this machine
-// reaches (framework.NewEtcdClient), and returns the members with an IP.
+// reaches, and returns the members with an IP (framework.EtcdHosts).
 func (e *etcdHandle) hostsNow(ctx context.Context) (map[string]string, []string, error) {
-	svc := &corev1.Service{}
-	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name + "-client"}, svc); err != nil {
-		return nil, nil, err
-	}
-	hosts := map[string]string{fmt.Sprintf("%s-client.%s.svc", e.Name, e.Namespace): svc.Spec.ClusterIP}
-	pods, err := e.pods(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var names []string
-	for _, p := range pods {
-		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			hosts[e.memberHost(p.Name)] = p.Status.PodIP
-			names = append(names, p.Name)
-		}
-	}
-	return hosts, names, nil
+	return cluster.EtcdHosts(ctx, e.Namespace, e.Name)
 }
 
-// pods lists the member pods (those of the cluster's StatefulSet), sorted.
+// pods lists the member pods, sorted (framework.EtcdMemberPods).
 func (e *etcdHandle) pods(ctx context.Context) ([]corev1.Pod, error) {
-	var list corev1.PodList
-	if err := cluster.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels{etcdClusterLabel: e.Name}); err != nil {
-		return nil, err
-	}
-	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool {
-		ref := metav1.GetControllerOf(&p)
-		return ref == nil || ref.Kind != "StatefulSet" || ref.Name != e.Name
-	})
-	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	return pods, nil
+	return cluster.EtcdMemberPods(ctx, e.Namespace, e.Name)
 }
 
 // client returns an etcd client of the client Service, closed with t.

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -65,12 +64,12 @@ func (e *etcdTest) patchSpec(t *testing.T, mutate func(*etcdv1alpha1.EtcdCluster
 
 // serviceEndpoint is the client Service's URL, status.clientEndpoint.
 func (e *etcdTest) serviceEndpoint() string {
-	return fmt.Sprintf("https://%s-client.%s.svc:2379", e.Name, e.Namespace)
+	return framework.EtcdServiceEndpoint(e.Namespace, e.Name)
 }
 
 // memberHost is member's own DNS name, through the peer Service.
 func (e *etcdTest) memberHost(member string) string {
-	return fmt.Sprintf("%s.%s-peer.%s.svc.cluster.local", member, e.Name, e.Namespace)
+	return framework.EtcdMemberHost(e.Namespace, e.Name, member)
 }
 
 func (e *etcdTest) memberEndpoint(member string) string {
@@ -83,28 +82,10 @@ func (e *etcdTest) clientTLS(t *testing.T) *tls.Config {
 	return cluster.SecretTLS(t, e.Namespace, e.Name+"-client-tls")
 }
 
-// hosts maps the cluster's DNS names to the addresses this machine reaches
-// (see framework.NewEtcdClient): the client Service to its ClusterIP, each
-// member to its pod's IP, as they are now. It returns the members' names
-// too, sorted.
+// hostsNow maps the cluster's DNS names to the addresses this machine
+// reaches, and returns the members with an IP (framework.EtcdHosts).
 func (e *etcdTest) hostsNow(ctx context.Context) (map[string]string, []string, error) {
-	svc := &corev1.Service{}
-	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name + "-client"}, svc); err != nil {
-		return nil, nil, err
-	}
-	hosts := map[string]string{fmt.Sprintf("%s-client.%s.svc", e.Name, e.Namespace): svc.Spec.ClusterIP}
-	pods, err := e.pods(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var names []string
-	for _, p := range pods {
-		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			hosts[e.memberHost(p.Name)] = p.Status.PodIP
-			names = append(names, p.Name)
-		}
-	}
-	return hosts, names, nil
+	return cluster.EtcdHosts(ctx, e.Namespace, e.Name)
 }
 
 func (e *etcdTest) hosts(t *testing.T) map[string]string {
@@ -116,20 +97,9 @@ func (e *etcdTest) hosts(t *testing.T) map[string]string {
 	return hosts
 }
 
-// pods lists the member pods, terminating ones included, sorted by name:
-// the pods of the cluster that its StatefulSet controls (the init Job's pod
-// carries the cluster's label too).
+// pods lists the member pods, sorted (framework.EtcdMemberPods).
 func (e *etcdTest) pods(ctx context.Context) ([]corev1.Pod, error) {
-	var list corev1.PodList
-	if err := cluster.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels{etcdClusterLabel: e.Name}); err != nil {
-		return nil, err
-	}
-	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool {
-		ref := metav1.GetControllerOf(&p)
-		return ref == nil || ref.Kind != "StatefulSet" || ref.Name != e.Name
-	})
-	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	return pods, nil
+	return cluster.EtcdMemberPods(ctx, e.Namespace, e.Name)
 }
 
 // waitReady waits until the cluster has settled with n members, and returns

@@ -233,3 +233,30 @@ func (e *etcdHandle) orphanClaims(ctx context.Context, n int) ([]string, error) 
 func startWriter(t *testing.T, cli *clientv3.Client) *framework.Writer {
 	return framework.StartWriter(t, cli, writerPrefix)
 }
+
+// checkWrites stops the writer and the member watch, and checks what every
+// etcd scenario promises, into r: every acknowledged write reads back, the
+// members hold the same data, and no member was removed while that broke
+// the quorum. It records the manager's restarts too.
+func (e *etcdHandle) checkWrites(t *testing.T, r *row, w *framework.Writer, q *quorumWatch) {
+	t.Helper()
+	acked, failed, lastErr := w.Stop()
+	r.Acked = len(acked)
+	t.Logf("The writer wrote %d keys that etcd acknowledged; %d writes failed (the last with %v)", len(acked), failed, lastErr)
+	if len(acked) == 0 {
+		t.Fatalf("etcd acknowledged no write (%d failed, the last with %v)", failed, lastErr)
+	}
+	lost := e.checkAcked(t, acked)
+	r.Lost = len(lost)
+	e.checkSameData(t)
+	removals, violations, samples := q.stop()
+	r.QuorumLoss = len(violations)
+	r.Restarts = restartsNow(t)
+	t.Logf("The member watch took %d samples and saw %d removals", samples, removals)
+	if len(lost) > 0 {
+		t.Errorf("%d of %d acknowledged writes are lost, such as %v", len(lost), len(acked), lost[:min(len(lost), 10)])
+	}
+	if len(violations) > 0 {
+		t.Errorf("members removed while that broke quorum: %v", violations)
+	}
+}

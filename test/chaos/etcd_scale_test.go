@@ -76,23 +76,5 @@ func TestEtcdScaleManagerKills(t *testing.T) {
 		current = target
 	}
 
-	acked, failed, lastErr := w.Stop()
-	r.Acked = len(acked)
-	t.Logf("The writer wrote %d keys that etcd acknowledged; %d writes failed (the last with %v)", len(acked), failed, lastErr)
-	if len(acked) == 0 {
-		t.Fatalf("etcd acknowledged no write (%d failed, the last with %v)", failed, lastErr)
-	}
-	lost := e.checkAcked(t, acked)
-	r.Lost = len(lost)
-	e.checkSameData(t)
-	removals, violations, samples := q.stop()
-	r.QuorumLoss = len(violations)
-	r.Restarts = restartsNow(t)
-	t.Logf("The member watch took %d samples and saw %d removals", samples, removals)
-	if len(lost) > 0 {
-		t.Errorf("%d of %d acknowledged writes are lost, such as %v", len(lost), len(acked), lost[:min(len(lost), 10)])
-	}
-	if len(violations) > 0 {
-		t.Errorf("members removed while that broke quorum: %v", violations)
-	}
+	e.checkWrites(t, r, w, q)
 }

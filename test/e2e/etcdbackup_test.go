@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	awssdk "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/test/e2e/framework"
 )
 
 // backupKeys is how many keys the source cluster holds before its backups.
@@ -40,20 +37,9 @@ const backupKeys = 500
 func TestEtcdBackupAndRestore(t *testing.T) {
 	t.Parallel()
 	ns := cluster.Namespace(t)
-	bucket := "e2e-" + ns[len(ns)-5:]
-	s3c := motoS3(t)
-	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
-		t.Fatalf("creating bucket %s in moto: %v", bucket, err)
-	}
-	creds := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
-		StringData: map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"},
-	}
-	mustCreate(t, creds)
-	s3Dest := &etcdv1alpha1.S3Location{
-		Bucket: bucket, Prefix: "etcd/", Region: "us-east-1", Endpoint: cluster.Settings.MotoURL, ForcePathStyle: true,
-		CredentialsSecretRef: &corev1.LocalObjectReference{Name: creds.Name},
-	}
+	s3c := cluster.MotoS3()
+	s3Dest := cluster.S3Destination(t, ns, "etcd/")
+	bucket := s3Dest.Bucket
 
 	src := &etcdTest{EtcdCluster: &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "src"},
@@ -83,7 +69,7 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 	mustCreate(t, toS3)
 	mustCreate(t, toVolume)
 	for _, b := range []*etcdv1alpha1.EtcdBackup{toS3, toVolume} {
-		got := waitBackupVerified(t, b)
+		got := cluster.WaitBackupVerified(t, b)
 		if got.Status.Verification.Keys < backupKeys {
 			t.Errorf("EtcdBackup %s: the test restore held %d keys, want at least %d", b.Name, got.Status.Verification.Keys, backupKeys)
 		}
@@ -124,7 +110,7 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 	// and no StatefulSet or member volumes.
 	mustDelete(t, src.EtcdCluster)
 	final := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "src-final-" + string(src.UID)[:8]}}
-	waitBackupVerified(t, final)
+	cluster.WaitBackupVerified(t, final)
 	waitGone(t, src.EtcdCluster, 3*time.Minute)
 	checkNoMembers(t, ns, "src")
 	if got := getBackup(t, final); !strings.HasPrefix(got.Status.Artifact.URI, "s3://"+bucket+"/") {
@@ -315,33 +301,6 @@ func getBackup(t *testing.T, b *etcdv1alpha1.EtcdBackup) *etcdv1alpha1.EtcdBacku
 	return got
 }
 
-// waitBackupVerified waits until b is Complete and Verified, and stops at
-// once when it failed.
-func waitBackupVerified(t *testing.T, b *etcdv1alpha1.EtcdBackup) *etcdv1alpha1.EtcdBackup {
-	t.Helper()
-	got := &etcdv1alpha1.EtcdBackup{}
-	cluster.WaitFor(t, 4*time.Minute, "EtcdBackup "+b.Name+" Complete and Verified", func(ctx context.Context) (bool, error) {
-		if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-			return false, err
-		}
-		conds := got.Status.Conditions
-		if f := meta.FindStatusCondition(conds, etcdv1alpha1.BackupFailed); f != nil && f.Status == metav1.ConditionTrue {
-			return false, framework.Stop(fmt.Errorf("it failed: %s: %s", f.Reason, f.Message))
-		}
-		if v := meta.FindStatusCondition(conds, etcdv1alpha1.BackupVerified); v != nil && v.Status == metav1.ConditionFalse {
-			return false, framework.Stop(fmt.Errorf("its verification failed: %s: %s", v.Reason, v.Message))
-		}
-		if !meta.IsStatusConditionTrue(conds, etcdv1alpha1.BackupComplete) || !meta.IsStatusConditionTrue(conds, etcdv1alpha1.BackupVerified) {
-			return false, fmt.Errorf("phase %q, conditions %v", got.Status.Phase, conds)
-		}
-		if got.Status.Verification == nil || !got.Status.Verification.HashMatches || got.Status.Artifact == nil || got.Status.Snapshot == nil {
-			return false, framework.Stop(fmt.Errorf("Verified, but status is %+v", got.Status))
-		}
-		return true, nil
-	})
-	return got
-}
-
 func mustCreate(t *testing.T, obj client.Object) {
 	t.Helper()
 	if err := cluster.Client.Create(t.Context(), obj); err != nil {
@@ -391,16 +350,5 @@ func checkNoMembers(t *testing.T, ns, name string) {
 			}
 		}
 		return true, nil
-	})
-}
-
-// motoS3 is an S3 client of the cluster's moto_server, from this machine.
-func motoS3(t *testing.T) *s3.Client {
-	t.Helper()
-	return s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: awssdk.String(cluster.Settings.MotoURL),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 	})
 }

@@ -651,7 +651,7 @@ func (e *etcdTest) volumeBackup(t *testing.T, name string) *etcdv1alpha1.EtcdBac
 		Volume: &etcdv1alpha1.VolumeLocation{ClaimName: claim.Name, Path: "etcd"},
 	}, etcdv1alpha1.CompressionNone)
 	mustCreate(t, b)
-	got := waitBackupVerified(t, b)
+	got := cluster.WaitBackupVerified(t, b)
 	t.Logf("EtcdBackup %s: %s, revision %d", name, got.Status.Artifact.URI, got.Status.Snapshot.Revision)
 	return got
 }

@@ -260,3 +260,28 @@ func (e *etcdHandle) checkWrites(t *testing.T, r *row, w *framework.Writer, q *q
 		t.Errorf("members removed while that broke quorum: %v", violations)
 	}
 }
+
+// patchSpec changes the cluster's spec with a merge patch.
+func (e *etcdHandle) patchSpec(ctx context.Context, mutate func(*etcdv1alpha1.EtcdClusterSpec)) error {
+	ec, err := e.get(ctx)
+	if err != nil {
+		return err
+	}
+	orig := ec.DeepCopy()
+	mutate(&ec.Spec)
+	return cluster.Client.Patch(ctx, ec, client.MergeFrom(orig))
+}
+
+// checkOrphanClaims records in r, and fails t on, volume claims of no
+// member of a settled cluster of n.
+func (e *etcdHandle) checkOrphanClaims(t *testing.T, r *row, n int) {
+	t.Helper()
+	orphans, err := e.orphanClaims(t.Context(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Orphans = len(orphans)
+	if len(orphans) > 0 {
+		t.Errorf("volumes of no member: %v", orphans)
+	}
+}

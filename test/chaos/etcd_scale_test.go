@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
 
 // The manager is killed at a random point of EtcdCluster scale-outs (3 → 5,
@@ -39,28 +41,15 @@ func TestEtcdScaleManagerKills(t *testing.T) {
 		// Adding two members one at a time takes tens of seconds; the kill
 		// falls anywhere in the first 20.
 		delay := time.Duration(random().Int64N(int64(20 * time.Second)))
-		ec, err := e.get(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		orig := ec.DeepCopy()
-		ec.Spec.Replicas = new(int32)
-		*ec.Spec.Replicas = int32(target)
-		if err := cluster.Client.Patch(ctx, ec, client.MergeFrom(orig)); err != nil {
+		if err := e.patchSpec(ctx, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To(int32(target)) }); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(delay)
-		k, err := killManager(ctx, cluster.Client)
-		if err != nil {
-			t.Fatalf("kill %d (scale %d → %d, %s in): %v", i+1, current, target, delay.Round(time.Millisecond), err)
-		}
-		r.Kills++
-		r.Takeovers = append(r.Takeovers, k.Takeover)
+		k := r.killManager(t, fmt.Sprintf("kill %d (scale %d → %d, %s in)", i+1, current, target, delay.Round(time.Millisecond)))
 		e.waitReady(t, target)
 		// The removed members' volumes go once etcd has forgotten them.
-		var orphans []string
 		cluster.WaitFor(t, 2*time.Minute, "no volume of a removed member", func(ctx context.Context) (bool, error) {
-			orphans, err = e.orphanClaims(ctx, target)
+			orphans, err := e.orphanClaims(ctx, target)
 			if err != nil {
 				return false, err
 			}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
-	"github.com/tend-dev/tend/internal/scheme"
 )
 
 // startedWorkers is what controller-runtime logs when a controller starts
@@ -51,12 +50,7 @@ func TestLeaderElectionTakeover(t *testing.T) {
 		target := 4 - current // 1 → 3 → 1 ...
 		w.setAllowed(max(current, target))
 		setReplicas(t, ps, int32(target))
-		k, err := killManager(ctx, cluster.Client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Kills++
-		r.Takeovers = append(r.Takeovers, k.Takeover)
+		k := r.killManager(t, fmt.Sprintf("a PodSet scale %d → %d", current, target))
 		holder, _, _ := leaseHolder(ctx, cluster.Client)
 		waitPodSet(t, ps, target)
 		w.setAllowed(target)
@@ -149,10 +143,7 @@ func watchedPodSet(t *testing.T, ns, name string) (*appsv1alpha1.PodSet, *podWat
 	if err := cluster.Client.Create(t.Context(), ps); err != nil {
 		t.Fatal(err)
 	}
-	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wc := watchClient(t)
 	w := watchPods(wc, ns, client.MatchingLabels{appsv1alpha1.LabelPodSet: ps.Name}, 1)
 	waitPodSet(t, ps, 1)
 	return ps, w

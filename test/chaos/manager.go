@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -137,6 +138,19 @@ func killManager(ctx context.Context, c client.Client) (kill, error) {
 	}
 	d, err := waitNewLeader(ctx, c, victim.Name, start)
 	return kill{Pod: victim.Name, Takeover: d}, err
+}
+
+// killManager kills the leading manager (killManager) during the operation
+// what, counts the kill and its takeover time in r, and returns the kill.
+func (r *row) killManager(t *testing.T, what string) kill {
+	t.Helper()
+	k, err := killManager(t.Context(), cluster.Client)
+	if err != nil {
+		t.Fatalf("killing the manager during %s: %v", what, err)
+	}
+	r.Kills++
+	r.Takeovers = append(r.Takeovers, k.Takeover)
+	return k
 }
 
 // waitNewLeader waits until a Ready manager pod other than old holds the

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
-	"github.com/tend-dev/tend/internal/scheme"
 )
 
 // podSetTimeout bounds the wait for a PodSet to converge after a kill: the
@@ -31,10 +30,7 @@ func TestPodSetManagerKills(t *testing.T) {
 	r := scenario(t, "PodSet scale, manager SIGKILL")
 	ctx := t.Context()
 	ns := cluster.Namespace(t)
-	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wc := watchClient(t)
 	ps := sleepers(ns, "chaos", 2)
 	if err := cluster.Client.Create(ctx, ps); err != nil {
 		t.Fatal(err)
@@ -55,12 +51,7 @@ func TestPodSetManagerKills(t *testing.T) {
 		w.setAllowed(max(current, target))
 		setReplicas(t, ps, int32(target))
 		time.Sleep(delay)
-		k, err := killManager(ctx, cluster.Client)
-		if err != nil {
-			t.Fatalf("kill %d (scale %d → %d, %s in): %v", i+1, current, target, delay.Round(time.Millisecond), err)
-		}
-		r.Kills++
-		r.Takeovers = append(r.Takeovers, k.Takeover)
+		k := r.killManager(t, fmt.Sprintf("kill %d (scale %d → %d, %s in)", i+1, current, target, delay.Round(time.Millisecond)))
 		waitPodSet(t, ps, target)
 		w.setAllowed(target)
 		t.Logf("Kill %d: scale %d → %d, manager %s killed %s in, a new one led after %.1fs, converged", i+1, current, target, k.Pod, delay.Round(time.Millisecond), k.Takeover.Seconds())

@@ -18,7 +18,7 @@ type row struct {
 	Scenario   string
 	Runs       int
 	Kills      int
-	Duplicates int // the most pods seen above the spec at any moment
+	Duplicates int // PodSet: the most pods seen above the spec at any moment; roll: member pods re-created more than once; backup: snapshot Jobs made more than once
 	Orphans    int // pods without a controller, or volumes of no member
 	Acked      int // acknowledged etcd writes
 	Lost       int // acknowledged etcd writes that did not read back
@@ -71,7 +71,7 @@ func writeTable(w io.Writer, header string) {
 	defer results.Unlock()
 	fmt.Fprintln(w, header)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	cols := []string{"scenario", "runs", "kills", "dup pods", "orphans", "acked writes", "writes lost", "quorum-breaking removals", "takeover s min/med/max", "fuzz refused", "fuzz accepted", "mgr restarts", "mgr writes/min", "time", "result"}
+	cols := []string{"scenario", "runs", "kills", "duplicates", "orphans", "acked writes", "writes lost", "quorum-breaking removals", "takeover s min/med/max", "fuzz refused", "fuzz accepted", "mgr restarts", "mgr writes/min", "time", "result"}
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, r := range results.rows {
 		fmt.Fprintln(tw, strings.Join([]string{

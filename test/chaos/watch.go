@@ -8,12 +8,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tend-dev/tend/internal/scheme"
 )
 
 // podWatch follows the pods of one selector in one namespace through a
@@ -43,30 +48,50 @@ func watchPods(c client.WithWatch, ns string, sel client.MatchingLabels, allowed
 
 func (w *podWatch) run(ctx context.Context, c client.WithWatch, ns string, sel client.MatchingLabels) {
 	defer close(w.done)
-	for ctx.Err() == nil {
-		// Each round lists, then watches from the list's version: a watch
-		// that the apiserver ends is taken up again without a gap.
-		var list corev1.PodList
-		if err := c.List(ctx, &list, client.InNamespace(ns), sel); err != nil {
-			w.fail(err)
-			time.Sleep(time.Second)
-			continue
-		}
+	follow(ctx, c, &corev1.PodList{}, []client.ListOption{client.InNamespace(ns), sel}, func() {
 		w.mu.Lock()
 		w.live = map[string]bool{}
 		w.mu.Unlock()
-		for i := range list.Items {
-			w.observe(watch.Added, &list.Items[i])
+	}, func(typ watch.EventType, obj client.Object) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			w.observe(typ, p)
 		}
-		wi, err := c.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	}, w.fail)
+}
+
+// follow lists the objects of list's kind, then watches from the list's
+// version, until ctx ends: a watch that the apiserver ends is taken up again
+// without a gap. Before each list it calls reset; every listed object comes
+// to observe as Added, every watch event as it came.
+func follow(ctx context.Context, c client.WithWatch, list client.ObjectList, opts []client.ListOption,
+	reset func(), observe func(watch.EventType, client.Object), fail func(error)) {
+	for ctx.Err() == nil {
+		if err := c.List(ctx, list, opts...); err != nil {
+			fail(err)
+			time.Sleep(time.Second)
+			continue
+		}
+		reset()
+		items, err := apimeta.ExtractList(list)
 		if err != nil {
-			w.fail(err)
+			fail(err)
+			return
+		}
+		for _, it := range items {
+			if o, ok := it.(client.Object); ok {
+				observe(watch.Added, o)
+			}
+		}
+		wopts := append(slices.Clone(opts), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+		wi, err := c.Watch(ctx, list, wopts...)
+		if err != nil {
+			fail(err)
 			time.Sleep(time.Second)
 			continue
 		}
 		for ev := range wi.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				w.observe(ev.Type, p)
+			if o, ok := ev.Object.(client.Object); ok {
+				observe(ev.Type, o)
 			}
 		}
 		wi.Stop()
@@ -135,6 +160,73 @@ func (w *podWatch) stop() error {
 	defer w.mu.Unlock()
 	if w.err != nil && !strings.Contains(w.err.Error(), "context canceled") {
 		return w.err
+	}
+	return nil
+}
+
+// watchClient is a client of the cluster that can watch.
+func watchClient(t *testing.T) client.WithWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wc
+}
+
+// uidWatch follows the objects of one kind in one namespace and records
+// every UID that each name has had: a Job made twice, or a pod re-created,
+// shows as a name with more than one.
+type uidWatch struct {
+	mu     sync.Mutex
+	uids   map[string]map[types.UID]bool
+	err    error
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// watchUIDs starts a uidWatch of list's kind; stop ends it.
+func watchUIDs(c client.WithWatch, list client.ObjectList, opts ...client.ListOption) *uidWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	u := &uidWatch{uids: map[string]map[types.UID]bool{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(u.done)
+		follow(ctx, c, list, opts, func() {}, func(_ watch.EventType, o client.Object) {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			if u.uids[o.GetName()] == nil {
+				u.uids[o.GetName()] = map[types.UID]bool{}
+			}
+			u.uids[o.GetName()][o.GetUID()] = true
+		}, func(err error) {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			if u.err == nil {
+				u.err = err
+			}
+		})
+	}()
+	return u
+}
+
+// counts returns how many UIDs each name seen so far has had.
+func (u *uidWatch) counts() map[string]int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make(map[string]int, len(u.uids))
+	for name, set := range u.uids {
+		out[name] = len(set)
+	}
+	return out
+}
+
+func (u *uidWatch) stop() error {
+	u.cancel()
+	<-u.done
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.err != nil && !strings.Contains(u.err.Error(), "context canceled") {
+		return u.err
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/tend-dev/tend/internal/scheme"
 )
 
 // ErrNotLeader is what a fenced write returns once this process is found not
@@ -249,6 +251,7 @@ func (m fencedManager) GetClient() client.Client { return m.client }
 type writeFence struct {
 	lock      *fencedLock
 	lease     client.ObjectKey
+	reader    client.Reader // of the Lease, with a rate limiter of its own
 	recorders *lateRecorders
 	timeout   time.Duration // of a GET of the Lease
 	lost      chan struct{} // closed when the fence finds the Lease lost
@@ -268,6 +271,11 @@ func newWriteFence(cfg *rest.Config, opts Options) (*writeFence, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Not the manager's reader: the controllers' shared bucket must not
+	// hold up a read that every write waits for.
+	if w.reader, err = client.New(cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
+		return nil, fmt.Errorf("creating the write fence's client: %w", err)
+	}
 	return w, nil
 }
 
@@ -277,7 +285,7 @@ func newWriteFence(cfg *rest.Config, opts Options) (*writeFence, error) {
 // the Lease lost, so that the process exits.
 func (w *writeFence) install(mgr ctrl.Manager) (ctrl.Manager, error) {
 	w.recorders.mgr = mgr
-	f := newFence(mgr.GetAPIReader(), w.lease, w.lock.Identity(), w.timeout, clock.RealClock{}, w.stop)
+	f := newFence(w.reader, w.lease, w.lock.Identity(), w.timeout, clock.RealClock{}, w.stop)
 	if err := mgr.Add(manager.RunnableFunc(w.wait)); err != nil {
 		return nil, fmt.Errorf("adding the write fence: %w", err)
 	}

@@ -7,7 +7,9 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsfilters "sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -24,6 +26,14 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		cfg.QPS = float32(opts.QPS)
 		cfg.Burst = opts.Burst
 	}
+	// The controllers' requests (writes, live reads, Events) share one
+	// token bucket, as a kube-controller-manager controller's clientset
+	// does; controller-runtime would give each resource a bucket of its
+	// own. The cache's lists and watches, and the Lease with its fence,
+	// keep buckets of their own, as kube-controller-manager's shared
+	// informers and leader election do, so that a busy bucket never delays
+	// a renewal.
+	ctrlCfg := sharedLimiter(cfg)
 
 	metrics := metricsserver.Options{
 		BindAddress:   opts.MetricsAddr,
@@ -53,10 +63,12 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		}
 		lock = fence.lock
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme.Scheme,
-		Cache:                         cacheOpts,
-		NewCache:                      newCache,
+	mgr, err := ctrl.NewManager(ctrlCfg, ctrl.Options{
+		Scheme: scheme.Scheme,
+		Cache:  cacheOpts,
+		NewCache: func(_ *rest.Config, o cache.Options) (cache.Cache, error) {
+			return newCache(cfg, o)
+		},
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElect,
@@ -96,6 +108,18 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		}
 	}
 	return mgr, nil
+}
+
+// sharedLimiter returns a copy of cfg whose clients all take their tokens
+// from one bucket of cfg's QPS and Burst; with no positive QPS, cfg as it
+// is (no client-side limit).
+func sharedLimiter(cfg *rest.Config) *rest.Config {
+	if cfg.QPS <= 0 {
+		return cfg
+	}
+	shared := rest.CopyConfig(cfg)
+	shared.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	return shared
 }
 
 // Run builds the manager with the given controllers and runs it until ctx is

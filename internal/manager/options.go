@@ -37,9 +37,12 @@ type Options struct {
 	// one, "-name" disables one.
 	Controllers []string
 
-	// QPS and Burst limit the client's requests to the apiserver. A negative
-	// QPS turns the client-side limiter off and leaves fairness to the
-	// apiserver's API Priority and Fairness.
+	// QPS and Burst limit the controllers' requests to the apiserver: one
+	// token bucket for all of them, whatever the resource, as a
+	// kube-controller-manager controller has. The cache's lists and watches
+	// and the leader election have their own. A negative QPS turns the
+	// client-side limiter off and leaves fairness to the apiserver's API
+	// Priority and Fairness.
 	QPS   float64
 	Burst int
 
@@ -93,9 +96,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			return nil
 		})
 	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS,
-		"Requests per second to the apiserver; negative leaves rate limiting to API Priority and Fairness.")
+		"Requests per second from all the controllers together to the apiserver (one shared token bucket; the cache's watches and leader election have their own); negative leaves rate limiting to API Priority and Fairness.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst,
-		"Burst of requests to the apiserver, with a positive --kube-api-qps.")
+		"Burst of the controllers' shared token bucket, with a positive --kube-api-qps.")
 	o.Webhook.BindFlags(fs)
 	o.Zap.BindFlags(fs)
 }

@@ -55,10 +55,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "podset-workers", o.Workers, "PodSets reconciled at once.")
 }
 
-// PodCache restricts the manager's pod cache to pods that carry the PodSet
-// label, so that memory grows with the PodSets' pods, not the cluster's.
-func PodCache() cache.ByObject { return manager.WithLabel(appsv1alpha1.LabelPodSet) }
-
 // Controller returns the podset controller for the manager's registry. opts
 // is read when the manager starts, after the flags are parsed.
 func Controller(opts *Options) manager.Controller {

@@ -71,6 +71,7 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		},
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,

@@ -24,6 +24,10 @@ type Options struct {
 	MetricsSecure bool
 	// ProbeAddr is where /healthz and /readyz are served.
 	ProbeAddr string
+	// PprofAddr is where Go's /debug/pprof handlers are served, plain HTTP
+	// and unauthenticated, for profiling; "" or "0" (the default) turns
+	// them off.
+	PprofAddr string
 
 	LeaderElect             bool
 	LeaderElectionID        string
@@ -59,6 +63,7 @@ func DefaultOptions() Options {
 		MetricsAddr:      ":8443",
 		MetricsSecure:    true,
 		ProbeAddr:        ":8081",
+		PprofAddr:        "0",
 		LeaderElectionID: "tend.tend.dev",
 		LeaseDuration:    15 * time.Second,
 		RenewDeadline:    10 * time.Second,
@@ -77,6 +82,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Serve metrics over HTTPS and require an authenticated, authorized caller.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr,
 		"Address the /healthz and /readyz endpoints bind to.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr,
+		`Address Go's /debug/pprof profiles are served on, over plain HTTP without authentication, for example "127.0.0.1:6060"; "0" turns them off.`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Elect a leader through a Lease so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID,

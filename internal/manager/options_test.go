@@ -55,12 +55,14 @@ func TestBindFlags(t *testing.T) {
 		"--controllers= podset , -queue,",
 		"--leader-elect",
 		"--metrics-bind-address=0",
+		"--pprof-bind-address=127.0.0.1:6060",
 		"--kube-api-qps=20", "--kube-api-burst=30",
 		"--webhook-port=10443", "--webhook-cert-mode=external",
 	})).To(Succeed())
 	g.Expect(o.Controllers).To(Equal([]string{"podset", "-queue"}))
 	g.Expect(o.LeaderElect).To(BeTrue())
 	g.Expect(o.MetricsAddr).To(Equal("0"))
+	g.Expect(o.PprofAddr).To(Equal("127.0.0.1:6060"))
 	g.Expect(o.QPS).To(Equal(20.0))
 	g.Expect(o.Burst).To(Equal(30))
 	g.Expect(o.Webhook.Port).To(Equal(10443))

@@ -40,9 +40,7 @@ func TestCacheHoldsTendsObjectsOnly(t *testing.T) {
 	env := testenv.New()
 	g.Expect(env.Start()).To(Succeed())
 	t.Cleanup(func() { g.Expect(env.Stop()).To(Succeed()) })
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.Webhook = env.WebhookOptions()
+	opts := env.ManagerOptions()
 	mgr, err := manager.New(env.Config, opts, allControllers())
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, stop := context.WithCancel(context.Background())

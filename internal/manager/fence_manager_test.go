@@ -38,9 +38,7 @@ func TestFenceRefusesAnExLeadersWrites(t *testing.T) {
 		controllers = mgr.GetClient()
 		return nil
 	}}
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.Webhook = env.WebhookOptions()
+	opts := env.ManagerOptions()
 	opts.LeaderElect = true
 	opts.LeaderElectionNamespace = ns
 

@@ -25,9 +25,7 @@ func TestControllersShareOneBucket(t *testing.T) {
 	t.Cleanup(func() { g.Expect(env.Stop()).To(Succeed()) })
 	ns := env.Namespace(t)
 
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.Webhook = env.WebhookOptions()
+	opts := env.ManagerOptions()
 	// A token every 1000s: none comes back during the test.
 	opts.QPS, opts.Burst = 0.001, 20
 	mgr, err := manager.New(env.Config, opts, nil)

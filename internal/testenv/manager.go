@@ -39,6 +39,15 @@ func (e *Env) RunWith(m *testing.M, start func(ctx context.Context) error) int {
 	return code
 }
 
+// ManagerOptions are `tend manager`'s defaults for a manager on this
+// apiserver: metrics and probes off, the webhook as envtest expects it.
+func (e *Env) ManagerOptions() manager.Options {
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.Webhook = e.WebhookOptions()
+	return opts
+}
+
 // StartManager starts a Tend manager of controllers on the apiserver, in
 // the background until ctx ends, as `tend manager` assembles it: metrics
 // off, probes at probeAddr ("0" for none), the webhook as envtest expects
@@ -46,9 +55,8 @@ func (e *Env) RunWith(m *testing.M, start func(ctx context.Context) error) int {
 // every test after it would fail for that reason.
 func (e *Env) StartManager(ctx context.Context, probeAddr string, controllers []manager.Controller) error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", probeAddr
-	opts.Webhook = e.WebhookOptions()
+	opts := e.ManagerOptions()
+	opts.ProbeAddr = probeAddr
 	mgr, err := manager.New(e.Config, opts, controllers)
 	if err != nil {
 		return err

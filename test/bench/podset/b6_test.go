@@ -196,9 +196,7 @@ func (r *rig) startManager(b *testing.B) (ctrl.Manager, func()) {
 		}
 		ctrl.SetLogger(zap.New(zap.WriteTo(f)))
 	})
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.Webhook = r.env.WebhookOptions()
+	opts := r.env.ManagerOptions()
 	psOpts := podsetcontroller.DefaultOptions()
 	mgr, err := manager.New(r.env.Config, opts, []manager.Controller{podsetcontroller.Controller(&psOpts)})
 	if err != nil {

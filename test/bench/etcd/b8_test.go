@@ -42,7 +42,7 @@ func BenchmarkB8(b *testing.B) {
 	r := getRig(b)
 	tend := &variant{name: "tend"}
 	anchor := &variant{name: "anchor", interval: *flagAnchorInterval}
-	figs := figures(fromMembers, toMembers, *flagUnhealthyFor)
+	figs := figures(fromMembers, toMembers)
 	for _, v := range []*variant{tend, anchor} {
 		b.Run(v.name, func(b *testing.B) {
 			if v.interval != "" {

@@ -22,9 +22,11 @@
 //     until the first status after the delete in which the member is not a
 //     healthy voter with its old ID. Threshold: until the first sign that
 //     Tend acted, which is a ReplacingMember or MemberRemoved Event, or a
-//     status without the member or with another ID; that part is the wait for
-//     unhealthyFor. Rest: removal, re-add as a learner, a new pod on an
-//     empty volume, catch-up and promotion.
+//     status without the member or with another ID. A member that lost its
+//     data is replaced without waiting for unhealthyFor, so that part is
+//     the old pod's termination and the new claim's creation. Rest:
+//     removal, re-add as a learner, a new pod on an empty volume, catch-up
+//     and promotion.
 //
 // Each step starts once the previous one has settled: every member a
 // healthy voter, Available, and Progressing=False for the current

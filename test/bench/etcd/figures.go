@@ -35,15 +35,15 @@ type figure struct {
 }
 
 // figures are B8's, in the table's order; from and to are the sizes before
-// and after the scale-out, unhealthyFor the replacement threshold.
-func figures(from, to int, unhealthyFor time.Duration) []figure {
+// and after the scale-out.
+func figures(from, to int) []figure {
 	return []figure{
 		{fmt.Sprintf("create %d members → Available", from), "create_s", func(s sample) time.Duration { return s.create }},
 		{fmt.Sprintf("create %d members → %d healthy voters", from, from), "create_all_s", func(s sample) time.Duration { return s.createAll }},
 		{fmt.Sprintf("scale %d → %d → %d healthy voters, no learner", from, to, to), "scale_s", func(s sample) time.Duration { return s.scale }},
 		{fmt.Sprintf("replace a failed member (volume and pod deleted) → new ID, %d/%d healthy voters", to, to), "replace_s", func(s sample) time.Duration { return s.replace }},
 		{"… of which until status showed it unhealthy", "replace_notice_s", func(s sample) time.Duration { return s.replaceNotice }},
-		{fmt.Sprintf("… of which waiting for unhealthyFor (%s)", unhealthyFor), "replace_threshold_s", func(s sample) time.Duration { return s.replaceThreshold }},
+		{"… of which until Tend acted (the old pod gone, a new claim seen; a member that lost its data waits for no unhealthyFor)", "replace_threshold_s", func(s sample) time.Duration { return s.replaceThreshold }},
 		{"… of which removal, re-add, catch-up, promotion", "replace_rest_s", func(s sample) time.Duration { return s.replaceRest }},
 	}
 }

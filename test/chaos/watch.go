@@ -33,7 +33,7 @@ type podWatch struct {
 	evidence string
 	orphans  map[string]bool
 	events   int
-	err      error
+	errs     firstErr
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -56,7 +56,7 @@ func (w *podWatch) run(ctx context.Context, c client.WithWatch, ns string, sel c
 		if p, ok := obj.(*corev1.Pod); ok {
 			w.observe(typ, p)
 		}
-	}, w.fail)
+	}, w.errs.set)
 }
 
 // follow lists the objects of list's kind, then watches from the list's
@@ -98,12 +98,29 @@ func follow(ctx context.Context, c client.WithWatch, list client.ObjectList, opt
 	}
 }
 
-func (w *podWatch) fail(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil {
-		w.err = err
+// firstErr keeps the first error a watch met.
+type firstErr struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstErr) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
 	}
+}
+
+// get returns the error, unless it is the cancellation that stopped the
+// watch.
+func (f *firstErr) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil && !strings.Contains(f.err.Error(), "context canceled") {
+		return f.err
+	}
+	return nil
 }
 
 func (w *podWatch) observe(typ watch.EventType, p *corev1.Pod) {
@@ -156,12 +173,7 @@ func (w *podWatch) result() (int, string, []string, int) {
 func (w *podWatch) stop() error {
 	w.cancel()
 	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil && !strings.Contains(w.err.Error(), "context canceled") {
-		return w.err
-	}
-	return nil
+	return w.errs.get()
 }
 
 // watchClient is a client of the cluster that can watch.
@@ -180,7 +192,7 @@ func watchClient(t *testing.T) client.WithWatch {
 type uidWatch struct {
 	mu     sync.Mutex
 	uids   map[string]map[types.UID]bool
-	err    error
+	errs   firstErr
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -198,13 +210,7 @@ func watchUIDs(c client.WithWatch, list client.ObjectList, opts ...client.ListOp
 				u.uids[o.GetName()] = map[types.UID]bool{}
 			}
 			u.uids[o.GetName()][o.GetUID()] = true
-		}, func(err error) {
-			u.mu.Lock()
-			defer u.mu.Unlock()
-			if u.err == nil {
-				u.err = err
-			}
-		})
+		}, u.errs.set)
 	}()
 	return u
 }
@@ -223,10 +229,5 @@ func (u *uidWatch) counts() map[string]int {
 func (u *uidWatch) stop() error {
 	u.cancel()
 	<-u.done
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.err != nil && !strings.Contains(u.err.Error(), "context canceled") {
-		return u.err
-	}
-	return nil
+	return u.errs.get()
 }

@@ -477,12 +477,7 @@ func TestInPlaceRestoreSteps(t *testing.T) {
 	c = w.cluster()
 	g.Expect(c.Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryComplete))
 	g.Expect(c.Status.Recovery.CompletedAt).NotTo(BeNil())
-	g.Expect(c.Status.RestoredFrom).NotTo(BeNil())
-	g.Expect(c.Status.RestoredFrom.Backup).To(Equal("nightly"))
-	g.Expect(c.Status.RestoredFrom.Revision).To(BeEquivalentTo(77))
-	g.Expect(c.Status.RestoredFrom.Time).NotTo(BeNil())
-	restored := conditionOf(c.Status.Conditions, etcdv1alpha1.ConditionRestored)
-	g.Expect(restored.Status).To(Equal(metav1.ConditionTrue))
+	restored := expectRestoredFromNightly(g, c)
 	g.Expect(restored.Reason).To(Equal(etcdv1alpha1.ReasonRestoredFromBackup))
 	g.Expect(restored.Message).To(ContainSubstring("EtcdRestore back"))
 	rs = w.restore("back")
@@ -735,12 +730,7 @@ func TestALostStatusWriteStillRecordsTheRestore(t *testing.T) {
 	g := w.g
 	w.pass()
 	c := w.cluster()
-	g.Expect(c.Status.RestoredFrom).NotTo(BeNil())
-	g.Expect(c.Status.RestoredFrom.Backup).To(Equal("nightly"))
-	g.Expect(c.Status.RestoredFrom.Revision).To(BeEquivalentTo(77))
-	g.Expect(c.Status.RestoredFrom.Time).NotTo(BeNil())
-	restored := conditionOf(c.Status.Conditions, etcdv1alpha1.ConditionRestored)
-	g.Expect(restored.Status).To(Equal(metav1.ConditionTrue))
+	restored := expectRestoredFromNightly(g, c)
 	g.Expect(restored.Message).To(ContainSubstring("EtcdBackup nightly"))
 }
 
@@ -761,4 +751,17 @@ func TestARecoveryStepWaitsForAFreshCache(t *testing.T) {
 	g.Expect(err).To(MatchError(errStaleCluster))
 	g.Expect(w.marks()).To(HaveLen(3), "no claim deleted")
 	g.Expect(w.job("kv-recover-x")).To(BeNil())
+}
+
+// expectRestoredFromNightly checks that c's status records the restore of
+// the EtcdBackup nightly (revision 77) and says Restored, and returns that
+// condition.
+func expectRestoredFromNightly(g Gomega, c *etcdv1alpha1.EtcdCluster) metav1.Condition {
+	g.Expect(c.Status.RestoredFrom).NotTo(BeNil())
+	g.Expect(c.Status.RestoredFrom.Backup).To(Equal("nightly"))
+	g.Expect(c.Status.RestoredFrom.Revision).To(BeEquivalentTo(77))
+	g.Expect(c.Status.RestoredFrom.Time).NotTo(BeNil())
+	restored := conditionOf(c.Status.Conditions, etcdv1alpha1.ConditionRestored)
+	g.Expect(restored.Status).To(Equal(metav1.ConditionTrue))
+	return restored
 }

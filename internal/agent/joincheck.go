@@ -75,6 +75,13 @@ type JoinCheckOptions struct {
 	// Interval is the pause after a round in which no peer answered; zero:
 	// joinCheckInterval.
 	Interval time.Duration
+	// PublishWait bounds a new cluster's wait until the DNS has every
+	// member's name (see waitPublished); zero: publishWait; negative: no
+	// wait.
+	PublishWait time.Duration
+	// DNSServers are the DNS servers (host:port) asked for the members'
+	// names; empty: /etc/resolv.conf's, with its search domains.
+	DNSServers []string
 	// Clock tells the time; nil is the real clock.
 	Clock clock.Clock
 	// Log receives progress; the zero Logger discards it.
@@ -104,7 +111,9 @@ const (
 // passes (ExitOK) when:
 //  1. the data directory holds etcd data: member/wal is not empty, or
 //     member/snap/db exists;
-//  2. the state is new;
+//  2. the state is new; it first waits, at most PublishWait, until the
+//     cluster DNS has every member's name (waitPublished), so that etcd's
+//     first lookups do not fetch a negative answer that the DNS caches;
 //  3. a peer (each entry of the initial cluster but this member's, in
 //     turn, each request bounded by RequestTimeout) returns its member
 //     list, and no member has the peer URL, or the one that has it has
@@ -122,6 +131,12 @@ func JoinCheck(ctx context.Context, o JoinCheckOptions) (Result, error) {
 	if err != nil {
 		return r, err
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.PublishWait == 0 {
+		o.PublishWait = publishWait
+	}
 	data, err := hasMemberData(o.DataDir)
 	switch {
 	case err != nil:
@@ -131,15 +146,12 @@ func JoinCheck(ctx context.Context, o JoinCheckOptions) (Result, error) {
 		o.Log.Info("The data directory holds etcd data", "dataDir", o.DataDir)
 		return r, nil
 	case o.State == stateNew:
-		r.JoinCheck = &JoinCheckResult{Decision: JoinNewCluster}
 		o.Log.Info("A new cluster's first start", "dataDir", o.DataDir)
+		r.JoinCheck = &JoinCheckResult{Decision: JoinNewCluster, Unpublished: waitPublished(ctx, o)}
 		return r, nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		return r, fmt.Errorf("%w: the join check has no deadline", ErrInvalid)
-	}
-	if o.Clock == nil {
-		o.Clock = clock.RealClock{}
 	}
 	if o.Interval <= 0 {
 		o.Interval = joinCheckInterval

@@ -147,6 +147,9 @@ type JoinCheckResult struct {
 	MemberID string `json:"memberID,omitempty"`
 	// Peer is the peer URL of the member that answered the member list.
 	Peer string `json:"peer,omitempty"`
+	// Unpublished are, for a new cluster, the members' names that the DNS
+	// still lacked when the wait for them ended.
+	Unpublished []string `json:"unpublished,omitempty"`
 }
 
 // CheckResult is what a check of a rolled cluster saw. Its fields are

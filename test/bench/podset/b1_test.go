@@ -99,6 +99,7 @@ func (r *rig) runScaleUp(b *testing.B, k kind, sh shape, bud budget) scaleUp {
 	}
 	cpu, kwokCPU := c.cpu(), r.kwok.cpu()
 	t.mark()
+	profiled := r.profile(ctx, c, sh.String())
 	start := time.Now()
 	if err := r.createAll(ctx, sets); err != nil {
 		b.Fatalf("creating the %ss: %v", k, err)
@@ -120,6 +121,9 @@ func (r *rig) runScaleUp(b *testing.B, k kind, sh shape, bud budget) scaleUp {
 	}
 	res.reconciles -= passes
 	res.cpu, res.kwokCPU = c.cpu()-cpu, r.kwok.cpu()-kwokCPU
+	if err := profiled(); err != nil {
+		b.Fatal(err)
+	}
 	window := after.Sub(before)
 	res.writes = window.Controller(k.resource(), sh.sets)
 	res.kubelet = window.Sum(func(q Request) bool { return q.IsWrite() && WriterOf(q) == WriterKubelet })

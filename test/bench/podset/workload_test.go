@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,8 +80,8 @@ type controller struct {
 	*process
 	kind kind
 	// metrics is tend's metrics URL; kube-controller-manager serves none
-	// here.
-	metrics string
+	// here. pprof is tend's pprof address, with -profile only.
+	metrics, pprof string
 }
 
 // startController starts k's controller with budget bud and returns once it
@@ -97,13 +101,22 @@ func (r *rig) startController(b *testing.B, k kind, bud budget) *controller {
 		// tend always serves the PodSet conversion webhook; it serves it
 		// where envtest points the CRD, as the controller's tests do.
 		wh := r.env.WebhookOptions()
-		c.process, err = r.run("tend", r.tend, "manager", "--controllers=podset",
-			"--webhook-cert-mode=external", fmt.Sprintf("--webhook-port=%d", wh.Port), "--webhook-cert-dir="+wh.CertDir,
-			"--kubeconfig="+r.kubeconfig,
+		args := []string{"manager", "--controllers=podset",
+			"--webhook-cert-mode=external", fmt.Sprintf("--webhook-port=%d", wh.Port), "--webhook-cert-dir=" + wh.CertDir,
+			"--kubeconfig=" + r.kubeconfig,
 			fmt.Sprintf("--kube-api-qps=%g", bud.qps), fmt.Sprintf("--kube-api-burst=%d", bud.burst),
 			fmt.Sprintf("--podset-workers=%d", bud.workers),
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false",
-			"--health-probe-bind-address=0")
+			"--health-probe-bind-address=0"}
+		if *flagProfile != "" {
+			pport, perr := loopback.Port()
+			if perr != nil {
+				b.Fatal(perr)
+			}
+			c.pprof = fmt.Sprintf("http://127.0.0.1:%d", pport)
+			args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pport))
+		}
+		c.process, err = r.run("tend", r.tend, args...)
 	case replicaSets:
 		// The ReplicaSet controller alone. It needs no garbage collector:
 		// the harness deletes the pods itself (see cleanup).
@@ -146,6 +159,50 @@ func (r *rig) warmUp(b *testing.B, c *controller) error {
 		return fmt.Errorf("%w; its log: %s\n%s", err, c.log, tail(c.log, 20))
 	}
 	return r.deleteAll(ctx, c.kind, ns)
+}
+
+// profile starts, with -profile, CPU profiles of the apiserver and of c
+// (tend only: kube-controller-manager serves nothing here) for
+// -profile.seconds, written to the -profile directory as
+// <phase>-<kind>-apiserver.pprof and <phase>-<kind>-tend.pprof. The
+// returned function waits for them.
+func (r *rig) profile(ctx context.Context, c *controller, phase string) func() error {
+	if *flagProfile == "" {
+		return func() error { return nil }
+	}
+	secs := strconv.Itoa(max(1, int(flagProfileFor.Seconds())))
+	prefix := filepath.Join(*flagProfile, phase+"-"+strings.ToLower(c.kind.String()))
+	var g errgroup.Group
+	g.Go(func() error {
+		raw, err := r.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", secs).Timeout(flagProfileFor.Abs() + time.Minute).DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("profiling the apiserver: %w", err)
+		}
+		return os.WriteFile(prefix+"-apiserver.pprof", raw, 0o644)
+	})
+	if c.pprof != "" {
+		g.Go(func() error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.pprof+"/debug/pprof/profile?seconds="+secs, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return fmt.Errorf("profiling tend: %w", err)
+			}
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("profiling tend: %s: %s", resp.Status, raw)
+			}
+			return os.WriteFile(prefix+"-tend.pprof", raw, 0o644)
+		})
+	}
+	return g.Wait
 }
 
 // reconciles returns how many passes tend's podset controller has run.

@@ -87,6 +87,9 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 
 	expectations *expectations
+	// statuses remembers the status writes that the cache has not shown
+	// yet (statuswrite.go).
+	statuses statusMemo
 }
 
 // SetupWithManager registers the controller and its pod index with mgr.

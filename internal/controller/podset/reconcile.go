@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,12 +22,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Get(ctx, req.NamespacedName, ps); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.forget(req.NamespacedName)
+			r.statuses.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ps.DeletionTimestamp != nil {
 		// The garbage collector deletes the pods through their ControllerRef.
 		r.expectations.forget(req.NamespacedName)
+		r.statuses.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 
@@ -190,38 +191,6 @@ func summarize(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
-}
-
-// patchStatus writes the status if it changed, guarded by the
-// resourceVersion the pass read. The cache often lags the pass's own last
-// write, so a conflict is expected: the status is then applied once more on
-// the apiserver's current copy, provided the spec did not change meanwhile
-// (the status describes the generation this pass acted on). Otherwise the
-// conflict is returned and the next pass recomputes from fresh observations.
-func (r *Reconciler) patchStatus(ctx context.Context, before, ps *appsv1alpha1.PodSet) error {
-	if equality.Semantic.DeepEqual(before.Status, ps.Status) {
-		return nil
-	}
-	err := r.Status().Patch(ctx, ps, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsConflict(err) {
-		fresh := &appsv1alpha1.PodSet{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ps), fresh); err != nil {
-			return fmt.Errorf("writing the status: %w", client.IgnoreNotFound(err))
-		}
-		if fresh.UID != ps.UID || fresh.Generation != ps.Generation {
-			return fmt.Errorf("writing the status: the PodSet changed during the pass: %w", err)
-		}
-		if equality.Semantic.DeepEqual(fresh.Status, ps.Status) {
-			return nil
-		}
-		patch := client.MergeFromWithOptions(fresh.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		fresh.Status = ps.Status
-		err = r.Status().Patch(ctx, fresh, patch)
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("writing the status: %w", err)
-	}
-	return nil
 }
 
 func (r *Reconciler) event(ps *appsv1alpha1.PodSet, eventType, reason, action, note string) {

@@ -48,7 +48,12 @@
 //     With no client limit, a raw client first creates pods from 128
 //     goroutines (-raw.workers), as many as the shape has but at most 3000
 //     (-raw.pods): the apiserver's create rate, against which both
-//     controllers' create rates are given in percent.
+//     controllers' create rates are given in percent. Each case takes three
+//     samples (-b1.samples), each raw, PodSet, ReplicaSet in turn; a cell
+//     is the median with the range, a ratio the median (with the range) of
+//     each sample's own ratio, and a goal is judged on the median.
+//     -profile=DIR writes CPU profiles of the apiserver and of tend per
+//     phase (-profile.seconds from the sets' creation).
 //   - BenchmarkB3: 20 sets × 50 pods at size, 5 workers, no client limit;
 //     for 10 s, status writes at 100 a second flip random Running pods'
 //     Ready condition and fail one pod in ten (phase Failed), which the
@@ -69,8 +74,9 @@
 // start, a controller that exits or never brings its pods Ready, an
 // apiserver that cannot be read.
 //
-// The run takes about 8 minutes on 2 cores, within go test's default
-// timeout of 10. Run one alone with, for example:
+// The run takes about 17 minutes on 2 cores (B1 about 12 of them), more
+// than go test's default timeout of 10: `make bench` gives it 30. Run one
+// alone with, for example:
 //
 //	KUBEBUILDER_ASSETS=$(hack/toolchain.sh --envtest) \
 //	  go test ./test/bench/podset -run '^$' -bench B1 -benchtime 1x -timeout 30m

@@ -89,8 +89,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // those that still name it as controller though their label changed.
 func (r *Reconciler) listPods(ctx context.Context, ps *appsv1alpha1.PodSet) ([]*corev1.Pod, error) {
 	var list corev1.PodList
+	// The pods are the cache's own, not copies: a pass only reads them, and
+	// copies a pod before it changes one (claim, setRole). Copying every
+	// pod of every pass was 4% of the manager's CPU in B1's 100 sets × 100.
 	if err := r.List(ctx, &list, client.InNamespace(ps.Namespace),
-		client.MatchingFields{indexPodSets: ps.Name}); err != nil {
+		client.MatchingFields{indexPodSets: ps.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	pods := make([]*corev1.Pod, len(list.Items))

@@ -56,9 +56,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if retErr == nil {
 			ps.Status.ObservedGeneration = ps.Generation
 		}
-		if err := r.patchStatus(ctx, before, ps); err != nil {
+		wait, err := r.patchStatus(ctx, before, ps)
+		if err != nil {
 			retErr = errors.Join(retErr, err)
 			res = ctrl.Result{} // with an error, its backoff decides the retry
+		} else if wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+			res.RequeueAfter = wait // the held-back status write
 		}
 	}()
 

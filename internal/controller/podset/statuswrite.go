@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +29,17 @@ import (
 // change starts. Writes to one PodSet never race each other: the
 // workqueue runs one pass per PodSet at a time, and the manager's write
 // fence keeps a deposed leader from writing.
+//
+// A PodSet status write costs the apiserver several times a ReplicaSet's
+// (JSON, schema, managedFields, and a conversion for the second version's
+// watch cache: see docs/benchmarks.md, B1), and each one comes back to the
+// manager as a watch event. So a write that only moves counts (replicas,
+// ready pods, pod names, the messages that quote them) waits until
+// progressInterval has passed since the PodSet's last write, and the pass
+// asks to run again then; a write that changes a condition's status or
+// reason, the observed generation, the leader or the selector goes at
+// once. The last write of a scale-up, which turns Available True, is never
+// held back.
 
 // statusMemo remembers, per PodSet, the status its last pass wrote, for
 // as long as the cache still shows the PodSet that pass read, so that a
@@ -43,31 +56,63 @@ type writtenStatus struct {
 	// read is the resourceVersion of the PodSet the writing pass read.
 	read   string
 	status appsv1alpha1.PodSetStatus
+	// at is when it was written.
+	at time.Time
 }
+
+// progressInterval is the least time between two status writes of one
+// PodSet that only move counts.
+const progressInterval = time.Second
 
 // known returns the status that the apiserver holds as far as this
 // process knows: the one it last wrote, while the cache has not moved
-// since the pass that wrote it; otherwise the cached one.
-func (s *statusMemo) known(cached *appsv1alpha1.PodSet) appsv1alpha1.PodSetStatus {
+// since the pass that wrote it; otherwise the cached one. It also returns
+// when this process last wrote the PodSet's status (zero if unknown).
+func (s *statusMemo) known(cached *appsv1alpha1.PodSet) (appsv1alpha1.PodSetStatus, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := client.ObjectKeyFromObject(cached)
 	w, ok := s.m[key]
-	if ok && w.uid == cached.UID && w.read == cached.ResourceVersion {
-		return w.status
+	switch {
+	case !ok:
+		return cached.Status, time.Time{}
+	case w.uid != cached.UID:
+		delete(s.m, key)
+		return cached.Status, time.Time{}
+	case w.read != "" && w.read == cached.ResourceVersion:
+		return w.status, w.at
 	}
-	delete(s.m, key)
-	return cached.Status
+	// The cache has moved on: it knows the status better. Only the time
+	// of the write is kept, for the spacing of progress writes.
+	s.m[key] = writtenStatus{uid: w.uid, at: w.at}
+	return cached.Status, w.at
 }
 
-// remember notes that a pass which read the PodSet read wrote ps's status.
-func (s *statusMemo) remember(read, ps *appsv1alpha1.PodSet) {
+// remember notes that a pass which read the PodSet read wrote ps's status
+// at now.
+func (s *statusMemo) remember(read, ps *appsv1alpha1.PodSet, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
 		s.m = map[types.NamespacedName]writtenStatus{}
 	}
-	s.m[client.ObjectKeyFromObject(ps)] = writtenStatus{uid: read.UID, read: read.ResourceVersion, status: *ps.Status.DeepCopy()}
+	s.m[client.ObjectKeyFromObject(ps)] = writtenStatus{uid: read.UID, read: read.ResourceVersion, status: *ps.Status.DeepCopy(), at: now}
+}
+
+// onlyProgress tells whether next differs from known only in counts: the
+// replicas, the ready pods, the pod names and the conditions' messages.
+func onlyProgress(known, next appsv1alpha1.PodSetStatus) bool {
+	if known.ObservedGeneration != next.ObservedGeneration || known.Leader != next.Leader ||
+		known.Selector != next.Selector || len(known.Conditions) != len(next.Conditions) {
+		return false
+	}
+	for _, c := range next.Conditions {
+		k := meta.FindStatusCondition(known.Conditions, c.Type)
+		if k == nil || k.Status != c.Status || k.Reason != c.Reason || k.ObservedGeneration != c.ObservedGeneration {
+			return false
+		}
+	}
+	return true
 }
 
 // forget drops what is remembered of a PodSet: it is gone, or its write
@@ -101,35 +146,44 @@ func statusPatch(read, ps *appsv1alpha1.PodSet) ([]byte, error) {
 // generation that the pass read (before). When the guard fails because
 // the spec changed or the PodSet was re-created, it returns an error that
 // says so, and the next pass recomputes from fresh observations.
-func (r *Reconciler) patchStatus(ctx context.Context, before, ps *appsv1alpha1.PodSet) error {
-	if equality.Semantic.DeepEqual(r.statuses.known(before), ps.Status) {
-		return nil
+//
+// A write that only moves counts within progressInterval of the PodSet's
+// last write is not made: patchStatus returns how long to wait before the
+// pass that makes it.
+func (r *Reconciler) patchStatus(ctx context.Context, before, ps *appsv1alpha1.PodSet) (time.Duration, error) {
+	known, last := r.statuses.known(before)
+	if equality.Semantic.DeepEqual(known, ps.Status) {
+		return 0, nil
+	}
+	now := r.Clock.Now()
+	if wait := last.Add(progressInterval).Sub(now); !last.IsZero() && wait > 0 && onlyProgress(known, ps.Status) {
+		return wait, nil
 	}
 	key := client.ObjectKeyFromObject(ps)
 	patch, err := statusPatch(before, ps)
 	if err != nil {
-		return fmt.Errorf("writing the status: %w", err)
+		return 0, fmt.Errorf("writing the status: %w", err)
 	}
 	err = r.Status().Patch(ctx, ps, client.RawPatch(types.JSONPatchType, patch))
 	if err == nil {
-		r.statuses.remember(before, ps)
-		return nil
+		r.statuses.remember(before, ps, now)
+		return 0, nil
 	}
 	r.statuses.forget(key)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return 0, nil
 	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
 		// A failed test is a 422, as is a status the apiserver refuses:
 		// what the PodSet holds now tells them apart.
 		fresh := &appsv1alpha1.PodSet{}
 		if gerr := r.APIReader.Get(ctx, key, fresh); gerr != nil {
-			return fmt.Errorf("writing the status: %w", client.IgnoreNotFound(gerr))
+			return 0, fmt.Errorf("writing the status: %w", client.IgnoreNotFound(gerr))
 		}
 		if fresh.UID != before.UID || fresh.Generation != before.Generation {
-			return fmt.Errorf("writing the status: the PodSet changed during the pass (generation %d, now %d)",
+			return 0, fmt.Errorf("writing the status: the PodSet changed during the pass (generation %d, now %d)",
 				before.Generation, fresh.Generation)
 		}
 	}
-	return fmt.Errorf("writing the status: %w", err)
+	return 0, fmt.Errorf("writing the status: %w", err)
 }

@@ -25,21 +25,10 @@ import (
 func TestStatusWriteFromAStaleRead(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ps := newPodSet(env.Namespace(t), "stale", 0, nil)
-	create(t, ps)
-	// Wait until the running controller has written its status; with no
-	// pods and no spec change it starts no other pass.
-	var read *appsv1alpha1.PodSet
-	eventually(t, func(g Gomega) {
-		read = getPodSet(g, ps)
-		g.Expect(read.Status.ObservedGeneration).To(Equal(read.Generation))
-	})
-
-	patches := 0
+	ps, read := settledPodSet(t, "stale")
 	// The clock moves past the spacing of progress writes before each
 	// write (TestProgressWritesAreSpaced tests the spacing).
-	clk := clocktesting.NewFakeClock(time.Now())
-	r := &Reconciler{Client: countingStatus{Client: env.Client, patches: &patches}, APIReader: env.Client, Clock: ticking{clk}}
+	r, patches := countingReconciler(ticking{clocktesting.NewFakeClock(time.Now())})
 	withNames := func(names ...string) *appsv1alpha1.PodSet {
 		out := read.DeepCopy()
 		out.Status.PodNames = names
@@ -51,17 +40,17 @@ func TestStatusWriteFromAStaleRead(t *testing.T) {
 	// as from a cache that has not seen the first write.
 	g.Expect(noWait(r.patchStatus(ctx, read, withNames("a")))).To(Succeed())
 	g.Expect(noWait(r.patchStatus(ctx, read, withNames("a", "b")))).To(Succeed())
-	g.Expect(patches).To(Equal(2), "one PATCH a write, none refused")
+	g.Expect(*patches).To(Equal(2), "one PATCH a write, none refused")
 	g.Expect(getPodSet(g, ps).Status.PodNames).To(Equal([]string{"a", "b"}))
 
 	// The same status again, from the same stale read: nothing to write.
 	g.Expect(noWait(r.patchStatus(ctx, read, withNames("a", "b")))).To(Succeed())
-	g.Expect(patches).To(Equal(2))
+	g.Expect(*patches).To(Equal(2))
 
 	// The status the stale read holds is not what the apiserver holds:
 	// writing it back must not be skipped.
 	g.Expect(noWait(r.patchStatus(ctx, read, read.DeepCopy()))).To(Succeed())
-	g.Expect(patches).To(Equal(3))
+	g.Expect(*patches).To(Equal(3))
 	g.Expect(getPodSet(g, ps).Status).To(Equal(read.Status))
 
 	// Once the cache shows the write, it is what counts.
@@ -89,6 +78,26 @@ func TestStatusWriteFromAStaleRead(t *testing.T) {
 	err = noWait(r.patchStatus(ctx, oldRead, withNames("other-uid")))
 	g.Expect(err).To(MatchError(ContainSubstring("the PodSet changed during the pass")))
 	g.Expect(getPodSet(g, again).Status.PodNames).NotTo(ContainElement("other-uid"))
+}
+
+// settledPodSet creates a PodSet of no pods and returns it once the
+// running controller has written its status: with no pods and no spec
+// change, it starts no other pass.
+func settledPodSet(t *testing.T, name string) (ps, read *appsv1alpha1.PodSet) {
+	ps = newPodSet(env.Namespace(t), name, 0, nil)
+	create(t, ps)
+	eventually(t, func(g Gomega) {
+		read = getPodSet(g, ps)
+		g.Expect(read.Status.ObservedGeneration).To(Equal(read.Generation))
+	})
+	return ps, read
+}
+
+// countingReconciler is a Reconciler on the test apiserver that counts its
+// status patches.
+func countingReconciler(clk clock.PassiveClock) (*Reconciler, *int) {
+	patches := new(int)
+	return &Reconciler{Client: countingStatus{Client: env.Client, patches: patches}, APIReader: env.Client, Clock: clk}, patches
 }
 
 // countingStatus counts its status patches, and sends them on.
@@ -139,16 +148,9 @@ var errHeldBack = errors.New("the write was held back")
 func TestProgressWritesAreSpaced(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ps := newPodSet(env.Namespace(t), "spaced", 0, nil)
-	create(t, ps)
-	var read *appsv1alpha1.PodSet
-	eventually(t, func(g Gomega) {
-		read = getPodSet(g, ps)
-		g.Expect(read.Status.ObservedGeneration).To(Equal(read.Generation))
-	})
-	patches := 0
+	ps, read := settledPodSet(t, "spaced")
 	clk := clocktesting.NewFakeClock(time.Now())
-	r := &Reconciler{Client: countingStatus{Client: env.Client, patches: &patches}, APIReader: env.Client, Clock: clk}
+	r, patches := countingReconciler(clk)
 	progress := func(ready int32) *appsv1alpha1.PodSet {
 		out := read.DeepCopy()
 		out.Status.Replicas, out.Status.ReadyReplicas = 3, ready
@@ -158,13 +160,13 @@ func TestProgressWritesAreSpaced(t *testing.T) {
 	wait, err := r.patchStatus(ctx, read, progress(0))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wait).To(BeZero(), "the first write goes at once")
-	g.Expect(patches).To(Equal(1))
+	g.Expect(*patches).To(Equal(1))
 
 	clk.Step(300 * time.Millisecond)
 	wait, err = r.patchStatus(ctx, read, progress(1))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wait).To(Equal(progressInterval-300*time.Millisecond), "a count moved: held back until the interval is over")
-	g.Expect(patches).To(Equal(1))
+	g.Expect(*patches).To(Equal(1))
 
 	// A condition that changes its status goes at once.
 	changed := progress(1)
@@ -174,7 +176,7 @@ func TestProgressWritesAreSpaced(t *testing.T) {
 	wait, err = r.patchStatus(ctx, read, changed)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wait).To(BeZero())
-	g.Expect(patches).To(Equal(2))
+	g.Expect(*patches).To(Equal(2))
 
 	// Once the interval is over, the count goes too.
 	next := changed.DeepCopy()
@@ -183,7 +185,7 @@ func TestProgressWritesAreSpaced(t *testing.T) {
 	wait, err = r.patchStatus(ctx, read, next)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wait).To(BeZero())
-	g.Expect(patches).To(Equal(3))
+	g.Expect(*patches).To(Equal(3))
 	g.Expect(getPodSet(g, ps).Status.ReadyReplicas).To(Equal(int32(2)))
 }
 

@@ -183,23 +183,11 @@ func (r *rig) profile(ctx context.Context, c *controller, phase string) func() e
 	})
 	if c.pprof != "" {
 		g.Go(func() error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.pprof+"/debug/pprof/profile?seconds="+secs, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := http.DefaultClient.Do(req)
+			raw, err := loopback.Get(c.pprof + "/debug/pprof/profile?seconds=" + secs)
 			if err != nil {
 				return fmt.Errorf("profiling tend: %w", err)
 			}
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
-			if err != nil {
-				return err
-			}
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("profiling tend: %s: %s", resp.Status, raw)
-			}
-			return os.WriteFile(prefix+"-tend.pprof", raw, 0o644)
+			return os.WriteFile(prefix+"-tend.pprof", []byte(raw), 0o644)
 		})
 	}
 	return g.Wait

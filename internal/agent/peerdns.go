@@ -234,13 +234,13 @@ func waitPublished(ctx context.Context, o JoinCheckOptions) []string {
 	if o.PublishWait < 0 || len(hosts) == 0 {
 		return nil
 	}
-	cfg, err := readResolvConf(resolvConfPath)
-	if len(o.DNSServers) > 0 {
-		cfg, err = dnsConfig{servers: o.DNSServers, ndots: 1}, nil
-	}
-	if err != nil {
-		o.Log.Info("Not waiting for the members' names: the DNS configuration cannot be read", "reason", err.Error())
-		return hosts
+	cfg := dnsConfig{servers: o.DNSServers, ndots: 1}
+	if len(cfg.servers) == 0 {
+		var err error
+		if cfg, err = readResolvConf(resolvConfPath); err != nil {
+			o.Log.Info("Not waiting for the members' names: the DNS configuration cannot be read", "reason", err.Error())
+			return hosts
+		}
 	}
 	p := dnsProber{cfg: cfg, timeout: dnsTimeout}
 	ctx, cancel := context.WithTimeout(ctx, o.PublishWait)

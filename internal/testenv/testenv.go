@@ -13,8 +13,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/tend-dev/tend/internal/scheme"
@@ -171,4 +175,41 @@ func (e *Env) Namespace(t testing.TB) string {
 		_ = e.Client.Delete(context.Background(), ns)
 	})
 	return ns.Name
+}
+
+// KStatus is what sigs.k8s.io/cli-utils' kstatus (the wait of Helm and
+// Flux) computes for obj as the apiserver has it now, read uncached.
+func (e *Env) KStatus(ctx context.Context, obj client.Object) (kstatus.Status, string, error) {
+	gvk, err := apiutil.GVKForObject(obj, e.Client.Scheme())
+	if err != nil {
+		return "", "", err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
+		return "", "", err
+	}
+	return KStatusOf(u, e.Client.Scheme())
+}
+
+// KStatusOf is what kstatus computes for obj as it is, typed or not.
+func KStatusOf(obj runtime.Object, s *runtime.Scheme) (kstatus.Status, string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return "", "", err
+		}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return "", "", err
+		}
+		u = &unstructured.Unstructured{Object: content}
+		u.SetGroupVersionKind(gvk)
+	}
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		return "", "", err
+	}
+	return res.Status, res.Message, nil
 }

@@ -70,6 +70,7 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 	mustCreate(t, toVolume)
 	for _, b := range []*etcdv1alpha1.EtcdBackup{toS3, toVolume} {
 		got := cluster.WaitBackupVerified(t, b)
+		cluster.WaitReady(t, time.Minute, ns, "etcdbackup/"+b.Name) // kubectl wait, as scripts do
 		if got.Status.Verification.Keys < backupKeys {
 			t.Errorf("EtcdBackup %s: the test restore held %d keys, want at least %d", b.Name, got.Status.Verification.Keys, backupKeys)
 		}
@@ -184,6 +185,7 @@ func scheduleKeepsTwo(t *testing.T, ns string, s3c *s3.Client, bucket string, de
 		},
 	}
 	mustCreate(t, sched)
+	cluster.WaitReady(t, time.Minute, ns, "etcdbackupschedule/"+sched.Name) // in force
 	var names []string
 	cluster.WaitFor(t, 5*time.Minute, "the schedule to make a third backup and keep two", func(ctx context.Context) (bool, error) {
 		var list etcdv1alpha1.EtcdBackupList

@@ -72,6 +72,9 @@ func (e *etcdTest) becomesAvailable(t *testing.T) {
 	if err := cluster.Client.Create(ctx, e.EtcdCluster); err != nil {
 		t.Fatal(err)
 	}
+	// kubectl wait, as scripts and GitOps tools do, then all that Ready
+	// vouches for.
+	cluster.WaitReady(t, framework.DefaultTimeout, e.Namespace, "etcdcluster/"+e.Name)
 	got := e.waitReady(t, 3)
 
 	version := cluster.Settings.EtcdVersion
@@ -426,10 +429,14 @@ func (e *etcdTest) pauseHoldsScaling(t *testing.T) {
 		if ok, err := hasCondition(ec, etcdv1alpha1.ConditionAvailable, metav1.ConditionTrue, etcdv1alpha1.ReasonQuorumHealthy); !ok {
 			return fmt.Errorf("status is still reported while paused, so %w", err)
 		}
+		if ok, err := hasCondition(ec, etcdv1alpha1.ConditionReady, metav1.ConditionFalse, etcdv1alpha1.ReasonPaused); !ok {
+			return fmt.Errorf("a paused cluster with a spec change is not Ready: %w", err)
+		}
 		return nil
 	})
 
 	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Paused = false })
+	cluster.WaitReady(t, framework.DefaultTimeout, e.Namespace, "etcdcluster/"+e.Name)
 	e.waitReady(t, 5)
 }
 

@@ -135,6 +135,7 @@ func TestEtcdRestoreInPlace(t *testing.T) {
 		return restoreHasCondition(r, etcdv1alpha1.RestoreComplete, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoreSucceeded)
 	})
 	t.Logf("The EtcdRestore was Complete %s after its create: %s", time.Since(created).Round(time.Second), restoreSummary(done))
+	cluster.WaitReady(t, time.Minute, ns, "etcdrestore/"+restore.Name)
 	e.waitRecovered(t, recoveryTimeout)
 	t.Logf("The EtcdCluster was Available with 3 members %s after the EtcdRestore's create", time.Since(created).Round(time.Second))
 	ready := e.waitReady(t, 3)

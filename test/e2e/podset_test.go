@@ -34,6 +34,8 @@ func TestPodSetRunsScalesAndHeals(t *testing.T) {
 	if err := cluster.Client.Create(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
+	// kubectl wait, as scripts and GitOps tools do, then the pods it vouches for.
+	cluster.WaitReady(t, podSetTimeout, ns, "podset/sleepers")
 	pods := waitPodSetReady(t, ps, 3)
 	for _, p := range pods {
 		if p.Spec.NodeName != cluster.Settings.NodeName || p.Status.PodIP == "" {
@@ -44,6 +46,12 @@ func TestPodSetRunsScalesAndHeals(t *testing.T) {
 	// kubectl scale goes through the /scale subresource (and, as kubectl
 	// prefers v1beta1, through the conversion webhook).
 	cluster.Kubectl(t, "-n", ns, "scale", "podset/sleepers", "--replicas=5")
+	// Ready of the new generation only: kubectl wait compares the
+	// condition's observedGeneration with the PodSet's generation.
+	cluster.WaitReady(t, podSetTimeout, ns, "podset/sleepers")
+	if now, err := readyPods(ctx, ps); err != nil || len(now) != 5 {
+		t.Errorf("kubectl wait returned with %d pods Ready (%v); want 5", len(now), err)
+	}
 	waitPodSetReady(t, ps, 5)
 	cluster.Kubectl(t, "-n", ns, "scale", "podset/sleepers", "--replicas=1")
 	pods = waitPodSetReady(t, ps, 1)

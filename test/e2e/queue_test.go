@@ -45,6 +45,7 @@ func TestQueueLifecycleInCluster(t *testing.T) {
 	if err := cluster.Client.Create(ctx, q); err != nil {
 		t.Fatal(err)
 	}
+	cluster.WaitReady(t, time.Minute, ns, "queue/"+q.Name) // kubectl wait, as scripts do
 	url := waitQueueReady(t, q)
 
 	// A pod reads the published URL from the ConfigMap and sends a message

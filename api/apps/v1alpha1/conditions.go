@@ -31,6 +31,20 @@ const (
 	// the PodSet's own and selects the leader pod. It is set only while
 	// leaderElection is on.
 	ConditionLeaderServiceReady = "LeaderServiceReady"
+
+	// ConditionReady is always present, and True only when the latest
+	// generation is reconciled: every desired pod exists and is Ready, no
+	// create or delete failed, and (with leaderElection) the leader is
+	// labelled and its Service selects it. With Reconciling and Stalled it
+	// has kstatus's meaning, for kubectl wait, Helm, Flux and Argo CD.
+	ConditionReady = "Ready"
+	// ConditionReconciling is present only while True: pods are being
+	// created, deleted or awaited.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is present only while True: the apiserver refuses
+	// the pods as invalid, or another object holds the leader Service's
+	// name; a person must act.
+	ConditionStalled = "Stalled"
 )
 
 // Reasons of the Available condition.

@@ -106,6 +106,9 @@ const (
 	// ReasonInvalidSchedule: spec.schedule or spec.timeZone cannot be
 	// used; no backup is taken until they are fixed.
 	ReasonInvalidSchedule = "InvalidSchedule"
+	// ReasonScheduleInForce, of a schedule's Ready condition: its spec is
+	// valid and reconciled (BackupsHealthy says how its backups are).
+	ReasonScheduleInForce = "InForce"
 )
 
 // Labels and annotations on backups.

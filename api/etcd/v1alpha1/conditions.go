@@ -18,6 +18,21 @@ const (
 	// ConditionDeleting is set while a deleted cluster waits for its final
 	// snapshot; its message says what it waits for and how to proceed.
 	ConditionDeleting = "Deleting"
+
+	// ConditionReady, on every etcd.tend.dev kind, is always present and
+	// True only when the latest generation is reconciled and done: a
+	// cluster that is Available with every member healthy and nothing in
+	// progress, a backup Complete (and Verified when verification is on),
+	// a schedule in force, a restore Complete. With Reconciling and Stalled
+	// it has kstatus's meaning, for kubectl wait, Helm, Flux and Argo CD.
+	ConditionReady = "Ready"
+	// ConditionReconciling is present only while True: Tend works on the
+	// object or waits for something that comes by itself.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is present only while True: Tend cannot go on until
+	// a person acts; the reason and message are those of the condition
+	// that says what to do.
+	ConditionStalled = "Stalled"
 )
 
 // Reasons of the conditions.

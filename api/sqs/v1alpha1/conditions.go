@@ -2,11 +2,21 @@ package v1alpha1
 
 // Condition types of a Queue.
 const (
-	// ConditionReady is True when the queue exists in SQS and matches the spec.
+	// ConditionReady is always present, and True when the queue exists in
+	// SQS and matches the spec's latest generation. When the last exchange
+	// with SQS failed, it is False with the Synced condition's reason.
 	ConditionReady = "Ready"
 	// ConditionSynced is True when the last exchange with SQS succeeded; when
 	// False, its reason and message say what failed and what to do.
 	ConditionSynced = "Synced"
+	// ConditionReconciling is present only while True: the queue is being
+	// created or brought in line, or SQS failed and Tend retries.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is present only while True: what SQS or the
+	// settings refused cannot change until a person acts (an invalid spec,
+	// refused credentials, a queue name owned elsewhere); the reason is the
+	// Synced condition's.
+	ConditionStalled = "Stalled"
 )
 
 // Reasons of the Ready condition.
@@ -20,8 +30,6 @@ const (
 	// ReasonQueueMissing: the queue does not exist and Tend will not create
 	// it (adoption: Adopt).
 	ReasonQueueMissing = "QueueMissing"
-	// ReasonUnavailable: Tend could not tell; see the Synced condition.
-	ReasonUnavailable = "Unavailable"
 )
 
 // Reasons of the Synced condition.

@@ -201,7 +201,7 @@ type QueueStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// ObservedGeneration is the generation of the spec that the last
-	// successful sync applied.
+	// sync applied, or found that a person must fix (Stalled).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 

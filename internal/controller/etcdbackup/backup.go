@@ -20,6 +20,7 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/controller/etcdcluster"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // requeueWaiting is how often a backup that waits for its cluster looks
@@ -73,6 +74,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		if retErr == nil {
 			b.Status.ObservedGeneration = b.Generation
 		}
+		readiness.Set(&b.Status.Conditions, b.Generation, b.Status.ObservedGeneration, backupReadiness(b, b.Status.Conditions))
 		r.recordTransitions(before, b)
 		if err := r.patchStatus(ctx, before, b); err != nil {
 			retErr = errors.Join(retErr, err)

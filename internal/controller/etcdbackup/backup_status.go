@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // obsKind is what a pass saw of a backup's Job.
@@ -180,6 +181,33 @@ func jobStatus(b *etcdv1alpha1.EtcdBackup, obs backupObservation, st *etcdv1alph
 	default:
 		set(etcdv1alpha1.BackupFailed, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected, "Nothing failed")
 	}
+}
+
+// backupReadiness is the verdict of a backup's Ready, Reconciling and
+// Stalled conditions, from the conditions calculateBackupStatus set: Ready
+// once Complete (and Verified when verification is on); Stalled once it
+// failed, since its spec cannot change and another EtcdBackup is the way
+// on, or when its file cannot be deleted.
+func backupReadiness(b *etcdv1alpha1.EtcdBackup, conds []metav1.Condition) readiness.Summary {
+	find := func(t string) *metav1.Condition { return apimeta.FindStatusCondition(conds, t) }
+	is := func(t string) bool { return apimeta.IsStatusConditionTrue(conds, t) }
+	switch {
+	case !b.DeletionTimestamp.IsZero():
+		deleting := find(etcdv1alpha1.BackupDeleting)
+		if deleting != nil && deleting.Reason == etcdv1alpha1.ReasonArtifactDeletionFailed {
+			return readiness.From(readiness.StateStalled, deleting, "")
+		}
+		return readiness.From(readiness.StateReconciling, deleting, "Deleting")
+	case is(etcdv1alpha1.BackupFailed):
+		return readiness.From(readiness.StateStalled, find(etcdv1alpha1.BackupFailed), "")
+	case is(etcdv1alpha1.BackupComplete) && verifyOn(b) && !is(etcdv1alpha1.BackupVerified):
+		return readiness.From(readiness.StateReconciling, find(etcdv1alpha1.BackupVerified), "The test restore runs once the file is written")
+	case is(etcdv1alpha1.BackupComplete) && verifyOn(b):
+		return readiness.From(readiness.StateReady, find(etcdv1alpha1.BackupVerified), "")
+	case is(etcdv1alpha1.BackupComplete):
+		return readiness.From(readiness.StateReady, find(etcdv1alpha1.BackupComplete), "")
+	}
+	return readiness.From(readiness.StateReconciling, find(etcdv1alpha1.BackupComplete), "Waiting for the first pass")
 }
 
 // progressNote says why a running Job is slow or retrying, if it is.

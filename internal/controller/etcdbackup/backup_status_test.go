@@ -2,6 +2,7 @@ package etcdbackup
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -151,4 +152,45 @@ func TestFinishedBackupsKeepTheirStatus(t *testing.T) {
 	g.Expect(finished(b)).To(BeTrue())
 	again := calculateBackupStatus(b, backupObservation{kind: obsNone}, t0.Add(24*3600e9))
 	g.Expect(again).To(Equal(b.Status))
+}
+
+func TestBackupReadiness(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: typ + " says"}
+	}
+	running := cond(etcdv1alpha1.BackupComplete, metav1.ConditionFalse, etcdv1alpha1.ReasonBackupRunning)
+	written := cond(etcdv1alpha1.BackupComplete, metav1.ConditionTrue, etcdv1alpha1.ReasonBackupWritten)
+	verifying := cond(etcdv1alpha1.BackupVerified, metav1.ConditionUnknown, etcdv1alpha1.ReasonVerifying)
+	verified := cond(etcdv1alpha1.BackupVerified, metav1.ConditionTrue, etcdv1alpha1.ReasonHashMatches)
+	noFailure := cond(etcdv1alpha1.BackupFailed, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected)
+	failed := cond(etcdv1alpha1.BackupFailed, metav1.ConditionTrue, etcdv1alpha1.ReasonBackupFailed)
+	for _, tc := range []struct {
+		name     string
+		verify   bool
+		deleting bool
+		conds    []metav1.Condition
+		want     string // "State/Reason"
+	}{
+		{name: "no pass yet", verify: true, want: "Reconciling/Unknown"},
+		{name: "running", verify: true, conds: []metav1.Condition{running, noFailure}, want: "Reconciling/Running"},
+		{name: "written, verifying", verify: true, conds: []metav1.Condition{written, verifying, noFailure}, want: "Reconciling/Verifying"},
+		{name: "verified", verify: true, conds: []metav1.Condition{written, verified, noFailure}, want: "Ready/HashMatches"},
+		{name: "written, no verification", conds: []metav1.Condition{written, noFailure}, want: "Ready/Written"},
+		{name: "failed", verify: true, conds: []metav1.Condition{running, failed}, want: "Stalled/BackupFailed"},
+		{name: "deleting the file", deleting: true, conds: []metav1.Condition{written, noFailure,
+			cond(etcdv1alpha1.BackupDeleting, metav1.ConditionTrue, etcdv1alpha1.ReasonDeletingArtifact)}, want: "Reconciling/DeletingArtifact"},
+		{name: "the file cannot be deleted", deleting: true, conds: []metav1.Condition{written, noFailure,
+			cond(etcdv1alpha1.BackupDeleting, metav1.ConditionTrue, etcdv1alpha1.ReasonArtifactDeletionFailed)}, want: "Stalled/ArtifactDeletionFailed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := &etcdv1alpha1.EtcdBackup{}
+			b.Spec.Verify = ptr.To(tc.verify)
+			if tc.deleting {
+				b.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			}
+			got := backupReadiness(b, tc.conds)
+			g.Expect(got.State.String() + "/" + got.Reason).To(Equal(tc.want))
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -185,6 +186,9 @@ func TestBackupCompletesThenVerifies(t *testing.T) {
 		g.Expect(got.Status.JobName).To(Equal("first-backup"))
 		g.Expect(got.Status.StartTime).NotTo(BeNil())
 		g.Expect(backupCondition(got, etcdv1alpha1.BackupVerified).Status).To(Equal(metav1.ConditionUnknown))
+		g.Expect(backupCondition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(backupCondition(got, etcdv1alpha1.ConditionReconciling).Reason).To(Equal(etcdv1alpha1.ReasonBackupRunning))
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.InProgressStatus))
 	}, wait).Should(Succeed())
 
 	// The backup step wrote the file; the test restore runs.
@@ -195,6 +199,8 @@ func TestBackupCompletesThenVerifies(t *testing.T) {
 		got := getBackup(g, b)
 		g.Expect(backupCondition(got, etcdv1alpha1.BackupComplete).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(backupCondition(got, etcdv1alpha1.BackupVerified).Reason).To(Equal(etcdv1alpha1.ReasonVerifying))
+		g.Expect(backupCondition(got, etcdv1alpha1.ConditionReconciling).Reason).To(Equal(etcdv1alpha1.ReasonVerifying),
+			"Complete is not Ready while the test restore runs")
 		g.Expect(got.Status.Phase).To(Equal(etcdv1alpha1.BackupPhaseVerifying))
 		g.Expect(got.Status.Artifact).To(Equal(&etcdv1alpha1.Artifact{URI: "s3://backups/etcd/" + ns + "/first.db", SizeBytes: 10, SHA256: "abc", Compression: "None"}))
 		g.Expect(got.Status.Snapshot.Revision).To(Equal(int64(41)))
@@ -214,6 +220,11 @@ func TestBackupCompletesThenVerifies(t *testing.T) {
 		g.Expect(got.Status.Snapshot.HashKV).To(Equal(ptr.To[int64](99)))
 		g.Expect(got.Status.Verification.HashMatches).To(BeTrue())
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		ready := backupCondition(got, etcdv1alpha1.ConditionReady)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(ready.Reason).To(Equal(etcdv1alpha1.ReasonHashMatches))
+		g.Expect(backupCondition(got, etcdv1alpha1.ConditionReconciling).Type).To(BeEmpty())
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.CurrentStatus))
 	}, wait).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, b)).To(ContainElements("JobCreated", "Completed", "Verified"))
@@ -241,6 +252,9 @@ func TestFailedVerification(t *testing.T) {
 		g.Expect(f.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(f.Message).To(ContainSubstring("do not restore from it"))
 		g.Expect(got.Status.Phase).To(Equal(etcdv1alpha1.BackupPhaseFailed))
+		g.Expect(backupCondition(got, etcdv1alpha1.ConditionStalled).Reason).To(Equal(etcdv1alpha1.ReasonHashMismatch))
+		g.Expect(backupCondition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.FailedStatus))
 	}, wait).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, b)).To(ContainElements("VerificationFailed", "Failed"))

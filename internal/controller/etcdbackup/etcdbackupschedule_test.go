@@ -12,6 +12,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -213,6 +214,10 @@ func TestScheduleReportsWhatItCannotUse(t *testing.T) {
 		g.Expect(h.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(h.Reason).To(Equal(etcdv1alpha1.ReasonInvalidSchedule))
 		g.Expect(h.Message).To(ContainSubstring(`spec.timeZone "Mars/Olympus_Mons" is not a time zone of the IANA database, such as Europe/Berlin`))
+		got := getSchedule(g, sc)
+		g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionStalled)).To(
+			HaveField("Reason", etcdv1alpha1.ReasonInvalidSchedule))
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.FailedStatus))
 	}, wait).Should(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, sc)).To(ContainElement(etcdv1alpha1.ReasonInvalidSchedule)) }, wait).Should(Succeed())
 
@@ -237,5 +242,9 @@ func TestScheduleReportsWhatItCannotUse(t *testing.T) {
 		g.Expect(healthOf(got).Reason).To(Equal(etcdv1alpha1.ReasonNoBackupsYet))
 		g.Expect(got.Status.NextScheduleTime).NotTo(BeNil())
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(apimeta.IsStatusConditionTrue(got.Status.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue(),
+			"in force, though no backup completed yet")
+		g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionStalled)).To(BeNil())
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.CurrentStatus))
 	}, wait).Should(Succeed())
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // scheduleScope is what one pass over an EtcdBackupSchedule saw and did.
@@ -66,6 +67,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 		if retErr == nil {
 			sc.Status.ObservedGeneration = sc.Generation
 		}
+		readiness.Set(&sc.Status.Conditions, sc.Generation, sc.Status.ObservedGeneration, scheduleReadiness(sc.Status.Conditions))
 		if err := r.patchStatus(ctx, before, sc); err != nil {
 			retErr = errors.Join(retErr, err)
 			res = ctrl.Result{} // with an error, its backoff decides the retry

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // health is the BackupsHealthy condition, and when it must be looked at
@@ -123,4 +124,21 @@ func calculateScheduleStatus(sc *etcdv1alpha1.EtcdBackupSchedule, s *scheduleSco
 	}
 	set(scheduleHealth(sc, s.cron, s.backups, s.now))
 	return st
+}
+
+// scheduleReadiness is the verdict of a schedule's Ready, Reconciling and
+// Stalled conditions. Ready says that the schedule is in force: its spec
+// is valid and reconciled, suspended or not. Whether its backups are good
+// is BackupsHealthy's to say (and an alert's), not a reason to hold a
+// GitOps tool's wait on the schedule.
+func scheduleReadiness(conds []metav1.Condition) readiness.Summary {
+	health := apimeta.FindStatusCondition(conds, etcdv1alpha1.ScheduleBackupsHealthy)
+	switch {
+	case health == nil:
+		return readiness.From(readiness.StateReconciling, nil, "Waiting for the first pass")
+	case health.Reason == etcdv1alpha1.ReasonInvalidSchedule:
+		return readiness.From(readiness.StateStalled, health, "")
+	}
+	return readiness.Summary{State: readiness.StateReady, Reason: etcdv1alpha1.ReasonScheduleInForce,
+		Message: "The schedule is in force; BackupsHealthy says how its backups are"}
 }

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	clocktesting "k8s.io/utils/clock/testing"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tend-dev/tend/internal/testenv"
 )
@@ -35,4 +38,11 @@ func TestMain(m *testing.M) {
 		opts := &Options{Workers: 2, AgentImage: testImage, PollInterval: pollInterval, Clock: fakeClock}
 		return env.StartManager(ctx, "0", Controllers(opts))
 	}))
+}
+
+// kstatusOf is what kstatus (the wait of Helm and Flux) says of obj now.
+func kstatusOf(g Gomega, obj client.Object) kstatus.Status {
+	st, _, err := env.KStatus(context.Background(), obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	return st
 }

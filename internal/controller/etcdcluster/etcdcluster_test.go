@@ -16,6 +16,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -51,6 +52,13 @@ func ownedBy(g Gomega, obj client.Object, c *etcdv1alpha1.EtcdCluster) {
 	g.Expect(ref).NotTo(BeNil(), "%T %s has no controller", obj, obj.GetName())
 	g.Expect(ref.UID).To(Equal(c.UID))
 	g.Expect(obj.GetLabels()).To(HaveKeyWithValue(LabelCluster, c.Name))
+}
+
+// kstatusOf is what kstatus (the wait of Helm and Flux) says of obj now.
+func kstatusOf(g Gomega, obj client.Object) kstatus.Status {
+	st, _, err := env.KStatus(context.Background(), obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	return st
 }
 
 func TestCreateMakesEverythingAndReportsBootstrapping(t *testing.T) {
@@ -94,6 +102,9 @@ func TestCreateMakesEverythingAndReportsBootstrapping(t *testing.T) {
 		g.Expect(condition(got, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonCreating))
 		g.Expect(condition(got, etcdv1alpha1.ConditionDegraded).Reason).To(Equal(etcdv1alpha1.ReasonAsExpected))
 		g.Expect(got.Status.Phase).To(Equal(etcdv1alpha1.PhaseCreating))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReconciling).Reason).To(Equal(etcdv1alpha1.ReasonCreating))
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.InProgressStatus))
 		g.Expect(got.Status.ClientEndpoint).To(Equal("https://kv-client." + ns + ".svc:2379"))
 		g.Expect(got.Status.Selector).To(Equal("app.kubernetes.io/name=etcd,etcd.tend.dev/cluster=kv"))
 	}, wait).Should(Succeed())
@@ -162,6 +173,10 @@ func TestProvidedTLSWaitsForTheUsersSecrets(t *testing.T) {
 		d := condition(getCluster(g, c), etcdv1alpha1.ConditionDegraded)
 		g.Expect(d.Reason).To(Equal(etcdv1alpha1.ReasonInvalidTLSSecrets))
 		g.Expect(d.Message).To(ContainSubstring("Secret my-server does not exist"))
+		got := getCluster(g, c)
+		g.Expect(condition(got, etcdv1alpha1.ConditionStalled).Reason).To(Equal(etcdv1alpha1.ReasonInvalidTLSSecrets))
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.FailedStatus))
 	}, wait).Should(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "byo"}, &appsv1.StatefulSet{})).NotTo(Succeed(),
 		"no member starts without its certificates")
@@ -183,7 +198,10 @@ func TestProvidedTLSWaitsForTheUsersSecrets(t *testing.T) {
 	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "byo"}, sts) }, 10*time.Second).Should(Succeed())
 	g.Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "my-server")))
 	g.Eventually(func(g Gomega) {
-		g.Expect(condition(getCluster(g, c), etcdv1alpha1.ConditionDegraded).Reason).To(Equal(etcdv1alpha1.ReasonAsExpected))
+		got := getCluster(g, c)
+		g.Expect(condition(got, etcdv1alpha1.ConditionDegraded).Reason).To(Equal(etcdv1alpha1.ReasonAsExpected))
+		g.Expect(condition(got, etcdv1alpha1.ConditionStalled).Type).To(BeEmpty(), "fixed: no longer stalled")
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.InProgressStatus))
 	}, wait).Should(Succeed())
 	for _, name := range []string{"byo-ca", "byo-server-tls", "byo-peer-tls", "byo-client-tls"} {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // Requeue intervals. A pass never waits for etcd; it comes back.
@@ -102,6 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if retErr == nil {
 			c.Status.ObservedGeneration = c.Generation
 		}
+		readiness.Set(&c.Status.Conditions, c.Generation, c.Status.ObservedGeneration, readinessOf(c, c.Status.Conditions))
 		if err := r.patchStatus(ctx, before, c); err != nil {
 			retErr = errors.Join(retErr, err)
 			res = ctrl.Result{} // with an error, its backoff decides the retry

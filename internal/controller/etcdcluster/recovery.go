@@ -22,6 +22,7 @@ import (
 	"github.com/tend-dev/tend/internal/agent"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/podspec"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // recoveryObservation is what the recovery phase saw and did.
@@ -709,6 +710,7 @@ func (r *Reconciler) setRestore(ctx context.Context, rs *etcdv1alpha1.EtcdRestor
 	before := rs.DeepCopy()
 	change(&rs.Status)
 	rs.Status.ObservedGeneration = rs.Generation
+	readiness.Set(&rs.Status.Conditions, rs.Generation, rs.Status.ObservedGeneration, restoreReadiness(rs.Status.Conditions))
 	if equality.Semantic.DeepEqual(before.Status, rs.Status) {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -27,6 +28,7 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/testenv"
 )
 
 // The recovery tests drive Reconcile pass by pass on the fake client: a
@@ -486,6 +488,8 @@ func TestInPlaceRestoreSteps(t *testing.T) {
 	complete := conditionOf(rs.Status.Conditions, etcdv1alpha1.RestoreComplete)
 	g.Expect(complete.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(complete.Reason).To(Equal(etcdv1alpha1.ReasonRestoreSucceeded))
+	g.Expect(conditionOf(rs.Status.Conditions, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(kstatusOfObject(g, rs)).To(Equal(kstatus.CurrentStatus))
 	g.Expect(w.replicas()).To(BeEquivalentTo(3))
 	for i := range 3 {
 		// Their pods mount the members' claims, which no pod may mount
@@ -500,8 +504,18 @@ func TestInPlaceRestoreSteps(t *testing.T) {
 	g.Expect(c.Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryComplete))
 	g.Expect(conditionOf(c.Status.Conditions, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(conditionOf(c.Status.Conditions, etcdv1alpha1.ConditionRestored).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(conditionOf(c.Status.Conditions, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "%+v", c.Status.Conditions)
+	g.Expect(kstatusOfObject(g, c)).To(Equal(kstatus.CurrentStatus))
 	g.Expect(w.marks()).To(Equal(map[int]string{0: "b0", 1: "b1", 2: "b2"}))
 	g.Expect(w.replicas()).To(BeEquivalentTo(3))
+}
+
+// kstatusOfObject is what kstatus (the wait of Helm and Flux) says of obj
+// as it is.
+func kstatusOfObject(g Gomega, obj client.Object) kstatus.Status {
+	st, _, err := testenv.KStatusOf(obj, scheme.Scheme)
+	g.Expect(err).NotTo(HaveOccurred())
+	return st
 }
 
 // ownedByCluster checks that obj is controlled by c.
@@ -524,6 +538,8 @@ func TestRestoreOfAnAvailableClusterNeedsConfirmation(t *testing.T) {
 	g.Expect(failed.Message).To(ContainSubstring("confirmOverwrite"))
 	g.Expect(rs.Status.Phase).To(Equal(etcdv1alpha1.RecoveryFailed))
 	g.Expect(rs.Status.MembersStopped).To(BeFalse())
+	g.Expect(conditionOf(rs.Status.Conditions, etcdv1alpha1.ConditionStalled).Reason).To(Equal(etcdv1alpha1.ReasonClusterAvailable))
+	g.Expect(kstatusOfObject(g, rs)).To(Equal(kstatus.FailedStatus))
 	g.Expect(w.cluster().Status.Recovery).To(BeNil())
 	g.Expect(w.replicas()).To(BeEquivalentTo(3))
 	var jobs batchv1.JobList

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // Reconcile brings one PodSet's pods in line with its spec: claim, scale,
@@ -56,6 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if retErr == nil {
 			ps.Status.ObservedGeneration = ps.Generation
 		}
+		readiness.Set(&ps.Status.Conditions, ps.Generation, ps.Status.ObservedGeneration, readinessOf(ps.Status))
 		wait, err := r.patchStatus(ctx, before, ps)
 		if err != nil {
 			retErr = errors.Join(retErr, err)

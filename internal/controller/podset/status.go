@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // failure is a create or delete that the apiserver refused in this pass.
@@ -111,4 +112,33 @@ func calculateStatus(ps *appsv1alpha1.PodSet, obs observation) appsv1alpha1.PodS
 			fmt.Sprintf("Waiting for the Service %s", svcName))
 	}
 	return st
+}
+
+// readinessOf is the verdict of the Ready, Reconciling and Stalled
+// conditions, from the conditions that calculateStatus set. A pod the
+// apiserver refuses as invalid, and a leader Service name held by another
+// object, need a person; a refused create for any other reason (a quota,
+// an admission webhook) is retried, so it counts as reconciling.
+func readinessOf(st appsv1alpha1.PodSetStatus) readiness.Summary {
+	find := func(t string) *metav1.Condition { return meta.FindStatusCondition(st.Conditions, t) }
+	available, progressing := find(appsv1alpha1.ConditionAvailable), find(appsv1alpha1.ConditionProgressing)
+	failure, service := find(appsv1alpha1.ConditionReplicaFailure), find(appsv1alpha1.ConditionLeaderServiceReady)
+	is := func(c *metav1.Condition, s metav1.ConditionStatus) bool { return c != nil && c.Status == s }
+	switch {
+	case is(service, metav1.ConditionFalse) && service.Reason == appsv1alpha1.ReasonServiceNameTaken:
+		return readiness.From(readiness.StateStalled, service, "")
+	case is(failure, metav1.ConditionTrue) && failure.Reason == string(metav1.StatusReasonInvalid):
+		return readiness.From(readiness.StateStalled, failure, "")
+	case is(failure, metav1.ConditionTrue):
+		return readiness.From(readiness.StateReconciling, failure, "")
+	case !is(progressing, metav1.ConditionFalse):
+		return readiness.From(readiness.StateReconciling, progressing, "Waiting for the first pass")
+	case !is(available, metav1.ConditionTrue):
+		return readiness.From(readiness.StateReconciling, available, "Waiting for the first pass")
+	case !is(failure, metav1.ConditionFalse):
+		return readiness.From(readiness.StateReconciling, failure, "Waiting for the cache to show the last creates and deletes")
+	case service != nil && service.Status != metav1.ConditionTrue:
+		return readiness.From(readiness.StateReconciling, service, "")
+	}
+	return readiness.From(readiness.StateReady, available, "")
 }

@@ -22,37 +22,50 @@ func TestCalculateStatus(t *testing.T) {
 		leader   bool
 		obs      observation
 		want     conds
+		verdict  string // readinessOf: "State/Reason"
 	}{
 		{
 			name: "all ready", replicas: 2,
-			obs:  observation{active: []*corev1.Pod{ready("b"), ready("a")}, managed: true},
-			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+			obs:     observation{active: []*corev1.Pod{ready("b"), ready("a")}, managed: true},
+			want:    conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure"},
+			verdict: "Ready/AllReplicasReady",
 		},
 		{
 			name: "scaling up", replicas: 3,
-			obs:  observation{active: []*corev1.Pod{ready("a")}, managed: true},
-			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/ScalingUp", "ReplicaFailure": "False/NoFailure"},
+			obs:     observation{active: []*corev1.Pod{ready("a")}, managed: true},
+			want:    conds{"Available": "False/ReplicasNotReady", "Progressing": "True/ScalingUp", "ReplicaFailure": "False/NoFailure"},
+			verdict: "Reconciling/ScalingUp",
 		},
 		{
 			name: "scaling down", replicas: 1,
-			obs:  observation{active: []*corev1.Pod{ready("a"), ready("b")}, managed: true},
-			want: conds{"Available": "True/AllReplicasReady", "Progressing": "True/ScalingDown", "ReplicaFailure": "False/NoFailure"},
+			obs:     observation{active: []*corev1.Pod{ready("a"), ready("b")}, managed: true},
+			want:    conds{"Available": "True/AllReplicasReady", "Progressing": "True/ScalingDown", "ReplicaFailure": "False/NoFailure"},
+			verdict: "Reconciling/ScalingDown",
 		},
 		{
 			name: "waiting for pods", replicas: 2,
-			obs:  observation{active: []*corev1.Pod{ready("a"), unready("b")}, managed: true},
-			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/WaitingForPods", "ReplicaFailure": "False/NoFailure"},
+			obs:     observation{active: []*corev1.Pod{ready("a"), unready("b")}, managed: true},
+			want:    conds{"Available": "False/ReplicasNotReady", "Progressing": "True/WaitingForPods", "ReplicaFailure": "False/NoFailure"},
+			verdict: "Reconciling/WaitingForPods",
 		},
 		{
 			name: "quota refused a create", replicas: 2,
 			obs: observation{active: []*corev1.Pod{ready("a")}, managed: true,
 				failed: &failure{reason: "Forbidden", message: "exceeded quota"}},
-			want: conds{"Available": "False/ReplicasNotReady", "Progressing": "True/ScalingUp", "ReplicaFailure": "True/Forbidden"},
+			want:    conds{"Available": "False/ReplicasNotReady", "Progressing": "True/ScalingUp", "ReplicaFailure": "True/Forbidden"},
+			verdict: "Reconciling/Forbidden",
+		},
+		{
+			name: "the apiserver refuses the template as invalid", replicas: 1,
+			obs:     observation{managed: true, failed: &failure{reason: "Invalid", message: "spec.containers[0].image: Required value"}},
+			want:    conds{"Available": "False/ReplicasNotReady", "Progressing": "True/ScalingUp", "ReplicaFailure": "True/Invalid"},
+			verdict: "Stalled/Invalid",
 		},
 		{
 			name: "cache behind on the first visit", replicas: 1,
-			obs:  observation{active: []*corev1.Pod{ready("a")}},
-			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "Unknown/Unknown"},
+			obs:     observation{active: []*corev1.Pod{ready("a")}},
+			want:    conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "Unknown/Unknown"},
+			verdict: "Reconciling/Unknown",
 		},
 		{
 			name: "ready but no leader yet", replicas: 1, leader: true,
@@ -60,6 +73,7 @@ func TestCalculateStatus(t *testing.T) {
 				service: serviceObservation{ready: true}},
 			want: conds{"Available": "False/NoLeader", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",
 				"LeaderServiceReady": "True/ServiceSelectsLeader"},
+			verdict: "Reconciling/NoLeader",
 		},
 		{
 			name: "ready with a leader", replicas: 1, leader: true,
@@ -67,6 +81,7 @@ func TestCalculateStatus(t *testing.T) {
 				service: serviceObservation{ready: true}},
 			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",
 				"LeaderServiceReady": "True/ServiceSelectsLeader"},
+			verdict: "Ready/AllReplicasReady",
 		},
 		{
 			name: "a leader, and another owner's Service holds the leader Service's name", replicas: 1, leader: true,
@@ -74,12 +89,14 @@ func TestCalculateStatus(t *testing.T) {
 				service: serviceObservation{taken: "Service web-leader already exists and has no controller"}},
 			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",
 				"LeaderServiceReady": "False/ServiceNameTaken"},
+			verdict: "Stalled/ServiceNameTaken",
 		},
 		{
 			name: "zero replicas, the Service not seen yet", replicas: 0, leader: true,
 			obs: observation{managed: true},
 			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",
 				"LeaderServiceReady": "Unknown/Unknown"},
+			verdict: "Reconciling/Unknown",
 		},
 	} {
 		g := NewWithT(t)
@@ -97,6 +114,9 @@ func TestCalculateStatus(t *testing.T) {
 		g.Expect(st.Replicas).To(Equal(int32(len(tc.obs.active))), tc.name)
 		g.Expect(st.Selector).To(Equal("apps.tend.dev/podset=web"))
 		g.Expect(st.Leader).To(Equal(tc.obs.leader))
+		v := readinessOf(st)
+		g.Expect(v.State.String()+"/"+v.Reason).To(Equal(tc.verdict), tc.name)
+		g.Expect(v.Message).NotTo(BeEmpty(), tc.name)
 	}
 }
 

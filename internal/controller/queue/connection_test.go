@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
@@ -65,7 +66,10 @@ func TestConnectionEndpointMustBeAllowed(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := get(g, q)
 		g.Expect(condition(got, sqsv1alpha1.ConditionSynced)).To(Equal("False/" + sqsv1alpha1.ReasonEndpointNotAllowed))
-		g.Expect(condition(got, sqsv1alpha1.ConditionReady)).To(Equal("False/" + sqsv1alpha1.ReasonUnavailable))
+		g.Expect(condition(got, sqsv1alpha1.ConditionReady)).To(Equal("False/" + sqsv1alpha1.ReasonEndpointNotAllowed))
+		g.Expect(condition(got, sqsv1alpha1.ConditionStalled)).To(Equal("True/" + sqsv1alpha1.ReasonEndpointNotAllowed))
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation), "acted on: a person must")
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.FailedStatus))
 		g.Expect(cond(got, sqsv1alpha1.ConditionSynced).Message).To(And(
 			ContainSubstring(refused), ContainSubstring("--sqs-allowed-endpoints")))
 		g.Expect(eventReasons(g, got)).To(ContainElement(sqsv1alpha1.ReasonEndpointNotAllowed))

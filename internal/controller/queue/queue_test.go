@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
@@ -36,6 +38,9 @@ func TestCreateUpdateAndPublish(t *testing.T) {
 	g.Expect(got.Status.QueueARN).To(Equal("arn:aws:sqs:us-east-1:" + moto.AccountID + ":" + name))
 	g.Expect(got.Status.LastSyncTime).NotTo(BeNil())
 	g.Expect(condition(got, sqsv1alpha1.ConditionSynced)).To(Equal("True/Synced"))
+	g.Expect(condition(got, sqsv1alpha1.ConditionReconciling)).To(BeEmpty())
+	g.Expect(condition(got, sqsv1alpha1.ConditionStalled)).To(BeEmpty())
+	g.Expect(kstatusOf(g, got)).To(Equal(kstatus.CurrentStatus))
 	attrs := attributes(g, got.Status.QueueURL)
 	g.Expect(attrs).To(HaveKeyWithValue("DelaySeconds", "5"))
 	g.Expect(attrs).To(HaveKeyWithValue("VisibilityTimeout", "120"))
@@ -135,7 +140,10 @@ func TestUpstreamFaults(t *testing.T) {
 			g.Eventually(func(g Gomega) {
 				got := get(g, q)
 				g.Expect(condition(got, sqsv1alpha1.ConditionSynced)).To(Equal(tc.reason))
-				g.Expect(condition(got, sqsv1alpha1.ConditionReady)).To(Equal("False/Unavailable"))
+				g.Expect(condition(got, sqsv1alpha1.ConditionReady)).To(Equal(tc.reason), "Ready says what Synced says")
+				g.Expect(condition(got, sqsv1alpha1.ConditionReconciling)).To(Equal("True/"+strings.TrimPrefix(tc.reason, "False/")),
+					"SQS's failures are retried")
+				g.Expect(kstatusOf(g, got)).To(Equal(kstatus.InProgressStatus))
 			}).WithTimeout(60 * time.Second).Should(Succeed())
 			// The failure settles: over the next seconds the Queue keeps
 			// saying why, and is not rewritten by the retries (a repeated

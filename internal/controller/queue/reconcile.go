@@ -75,6 +75,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, q *sqsv1alpha1.Queue) 
 		setSynced(q, metav1.ConditionTrue, sqsv1alpha1.ReasonSynced, "")
 		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonQueueMissing, fmt.Sprintf(
 			"No SQS queue named %s exists, and adoption Adopt never creates one: create it, or set spec.adoption to AdoptOrCreate", q.SQSName()))
+		q.Status.ObservedGeneration = q.Generation // acted on: a person must
 		return r.done(q), nil
 	case planRefuse:
 		msg := fmt.Sprintf("An SQS queue named %s exists that no Queue owns (it has no %s tag): set spec.adoption to Adopt or AdoptOrCreate to manage it, or choose another spec.queueName",
@@ -82,7 +83,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, q *sqsv1alpha1.Queue) 
 		setSynced(q, metav1.ConditionFalse, sqsv1alpha1.ReasonQueueExists, msg)
 		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonQueueExists, msg)
 		r.event(q, corev1.EventTypeWarning, sqsv1alpha1.ReasonQueueExists, "Adopt", msg)
-		return ctrl.Result{}, nil // only a spec change can help
+		q.Status.ObservedGeneration = q.Generation // acted on: a person must
+		return ctrl.Result{}, nil                  // only a spec change can help
 	case planOwnedByAnother:
 		// Whatever status recorded is not this Queue's queue.
 		q.Status.QueueURL, q.Status.QueueARN = "", ""
@@ -92,6 +94,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, q *sqsv1alpha1.Queue) 
 		}
 		setSynced(q, metav1.ConditionFalse, sqsv1alpha1.ReasonOwnedByAnotherQueue, msg)
 		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonOwnedByAnotherQueue, msg)
+		q.Status.ObservedGeneration = q.Generation // acted on: a person must
 		// Polls go on: the queue may go, or change hands.
 		return r.done(q), nil
 	case planCreate:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
@@ -43,10 +44,14 @@ func (r *Reconciler) repair(ctx context.Context, api *sqs.Client, q *sqsv1alpha1
 		now := metav1.NewTime(r.Clock.Now())
 		q.Status.LastSyncTime = &now
 	}
+	// Changes are drift only when the last pass applied this generation:
+	// after a failed pass (a terminal failure sets observedGeneration too)
+	// they may be the spec's own.
+	synced := meta.IsStatusConditionTrue(q.Status.Conditions, sqsv1alpha1.ConditionSynced)
 	switch {
 	case adopted:
 		r.event(q, corev1.EventTypeNormal, "Adopted", "Adopt", "Adopted the existing SQS queue "+obs.url)
-	case len(changed) > 0 && q.Generation != q.Status.ObservedGeneration:
+	case len(changed) > 0 && (q.Generation != q.Status.ObservedGeneration || !synced):
 		r.event(q, corev1.EventTypeNormal, "Updated", "Update", "Applied the spec to "+strings.Join(changed, ", "))
 	case len(changed) > 0:
 		r.event(q, corev1.EventTypeWarning, "DriftRepaired", "Update",

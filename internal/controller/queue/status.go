@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -20,6 +21,7 @@ import (
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 	tendaws "github.com/tend-dev/tend/internal/aws"
+	"github.com/tend-dev/tend/internal/readiness"
 )
 
 // initConditions sets both conditions on a Queue's first pass, as Unknown,
@@ -122,7 +124,7 @@ func (r *Reconciler) fail(q *sqsv1alpha1.Queue, err error) (ctrl.Result, error) 
 		r.event(q, corev1.EventTypeWarning, reason, "Sync", msg)
 	}
 	if q.DeletionTimestamp.IsZero() {
-		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonUnavailable, "See the Synced condition: "+msg)
+		setReady(q, metav1.ConditionFalse, reason, msg)
 	} else {
 		msg += fmt.Sprintf(". If SQS is gone for good, annotate the Queue with %s=true to finish the deletion without it",
 			sqsv1alpha1.AnnotationReleaseFinalizer)
@@ -130,6 +132,9 @@ func (r *Reconciler) fail(q *sqsv1alpha1.Queue, err error) (ctrl.Result, error) 
 	setSynced(q, metav1.ConditionFalse, reason, msg)
 	switch class {
 	case tendaws.Terminal:
+		// This generation was acted on, and retrying cannot apply it:
+		// Stalled, not in progress, for kstatus.
+		q.Status.ObservedGeneration = q.Generation
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	case tendaws.Throttled:
 		if after, ok := tendaws.RetryAfter(err); ok {
@@ -139,8 +144,40 @@ func (r *Reconciler) fail(q *sqsv1alpha1.Queue, err error) (ctrl.Result, error) 
 	return ctrl.Result{}, err
 }
 
-// patchStatus writes the status when the pass changed it, and only then.
+// stalledReasons are the Synced reasons that retrying cannot clear: a
+// person must change the spec, the credentials, the connection Secret,
+// the manager's allowed endpoints, or the queue that holds the name.
+var stalledReasons = []string{
+	sqsv1alpha1.ReasonInvalidSpec,
+	sqsv1alpha1.ReasonCredentialsError,
+	sqsv1alpha1.ReasonConnectionError,
+	sqsv1alpha1.ReasonEndpointNotAllowed,
+	sqsv1alpha1.ReasonQueueExists,
+	sqsv1alpha1.ReasonOwnedByAnotherQueue,
+}
+
+// queueReadiness is the verdict of the Ready, Reconciling and Stalled
+// conditions, from Ready and Synced as the pass set them: a failed
+// exchange gives its Synced reason, which says what failed, to all three.
+func queueReadiness(q *sqsv1alpha1.Queue) readiness.Summary {
+	ready, synced := findCondition(q, sqsv1alpha1.ConditionReady), findCondition(q, sqsv1alpha1.ConditionSynced)
+	switch {
+	case synced != nil && synced.Status == metav1.ConditionFalse && slices.Contains(stalledReasons, synced.Reason):
+		return readiness.From(readiness.StateStalled, synced, "")
+	case q.DeletionTimestamp.IsZero() && ready != nil && ready.Reason == sqsv1alpha1.ReasonQueueMissing:
+		return readiness.From(readiness.StateStalled, ready, "")
+	case q.DeletionTimestamp.IsZero() && ready != nil && ready.Status == metav1.ConditionTrue:
+		return readiness.From(readiness.StateReady, ready, "")
+	case synced != nil && synced.Status == metav1.ConditionFalse:
+		return readiness.From(readiness.StateReconciling, synced, "")
+	}
+	return readiness.From(readiness.StateReconciling, ready, "Tend has not reached SQS for this Queue yet")
+}
+
+// patchStatus writes the status when the pass changed it, and only then,
+// with the Ready, Reconciling and Stalled conditions of what it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, before, q *sqsv1alpha1.Queue) error {
+	readiness.Set(&q.Status.Conditions, q.Generation, q.Status.ObservedGeneration, queueReadiness(q))
 	if equality.Semantic.DeepEqual(before.Status, q.Status) {
 		return nil
 	}

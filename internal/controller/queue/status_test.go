@@ -117,3 +117,39 @@ func TestFailEndsThePass(t *testing.T) {
 		})
 	}
 }
+
+func TestQueueReadiness(t *testing.T) {
+	type cond struct{ status, reason string }
+	for _, tc := range []struct {
+		name          string
+		deleting      bool
+		ready, synced cond
+		want          string // "State/Reason"
+	}{
+		{name: "in line", ready: cond{"True", "Available"}, synced: cond{"True", "Synced"}, want: "Ready/Available"},
+		{name: "first pass", ready: cond{"Unknown", "Creating"}, synced: cond{"Unknown", "Pending"}, want: "Reconciling/Creating"},
+		{name: "SQS failed, retried", ready: cond{"False", "UpstreamError"}, synced: cond{"False", "UpstreamError"}, want: "Reconciling/UpstreamError"},
+		{name: "throttled", ready: cond{"False", "Throttled"}, synced: cond{"False", "Throttled"}, want: "Reconciling/Throttled"},
+		{name: "waiting for the dead-letter queue", ready: cond{"False", "Creating"}, synced: cond{"False", "WaitingForDeadLetterQueue"},
+			want: "Reconciling/WaitingForDeadLetterQueue"},
+		{name: "refused credentials", ready: cond{"False", "CredentialsError"}, synced: cond{"False", "CredentialsError"}, want: "Stalled/CredentialsError"},
+		{name: "invalid spec", ready: cond{"False", "InvalidSpec"}, synced: cond{"False", "InvalidSpec"}, want: "Stalled/InvalidSpec"},
+		{name: "a queue no Queue owns", ready: cond{"False", "QueueExists"}, synced: cond{"False", "QueueExists"}, want: "Stalled/QueueExists"},
+		{name: "adoption Adopt and no queue", ready: cond{"False", "QueueMissing"}, synced: cond{"True", "Synced"}, want: "Stalled/QueueMissing"},
+		{name: "deleting", deleting: true, ready: cond{"False", "Deleting"}, synced: cond{"True", "Synced"}, want: "Reconciling/Deleting"},
+		{name: "deleting, SQS refuses the credentials", deleting: true, ready: cond{"False", "Deleting"}, synced: cond{"False", "CredentialsError"},
+			want: "Stalled/CredentialsError"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			q := &sqsv1alpha1.Queue{}
+			if tc.deleting {
+				q.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			}
+			setReady(q, metav1.ConditionStatus(tc.ready.status), tc.ready.reason, "ready says")
+			setSynced(q, metav1.ConditionStatus(tc.synced.status), tc.synced.reason, "synced says")
+			got := queueReadiness(q)
+			g.Expect(got.State.String() + "/" + got.Reason).To(Equal(tc.want))
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -219,4 +220,11 @@ func eventReasons(g Gomega, obj client.Object) []string {
 		}
 	}
 	return out
+}
+
+// kstatusOf is what kstatus (the wait of Helm and Flux) says of q now.
+func kstatusOf(g Gomega, q *sqsv1alpha1.Queue) kstatus.Status {
+	st, _, err := env.KStatus(context.Background(), q)
+	g.Expect(err).NotTo(HaveOccurred())
+	return st
 }

@@ -46,3 +46,17 @@ func (c *Cluster) kubectlOutput(ctx context.Context, args ...string) (string, er
 	}
 	return stdout.String(), nil
 }
+
+// WaitReady runs kubectl wait --for=condition=Ready on object (such as
+// podset/web) in namespace ns, as a user or a script would: it returns
+// once the Ready condition of the object's latest generation is True, and
+// fails the test when timeout passes first.
+func (c *Cluster) WaitReady(t testing.TB, timeout time.Duration, ns, object string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+kubectlTimeout)
+	defer cancel()
+	if _, err := c.kubectlOutput(ctx, "wait", "-n", ns, "--for=condition=Ready", "--timeout="+timeout.String(), object); err != nil {
+		out, _ := c.kubectlOutput(context.Background(), "get", "-n", ns, object, "-o", "jsonpath={.status.conditions}")
+		t.Fatalf("%v; its conditions: %s", err, out)
+	}
+}

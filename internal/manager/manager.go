@@ -15,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/statemetrics"
 	"github.com/tend-dev/tend/internal/webhook"
 )
 
@@ -103,10 +104,17 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	if err := webhooks.Setup(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the webhooks: %w", err)
 	}
+	var sources []statemetrics.Source
 	for _, c := range controllers {
 		if err := c.Setup(controllersMgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", c.Name, err)
 		}
+		if c.Metrics != nil {
+			sources = append(sources, *c.Metrics)
+		}
+	}
+	if err := statemetrics.Add(mgr, sources); err != nil {
+		return nil, fmt.Errorf("adding the state metrics: %w", err)
 	}
 	return mgr, nil
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tend-dev/tend/internal/statemetrics"
 	"github.com/tend-dev/tend/internal/webhook"
 )
 
@@ -185,4 +186,7 @@ type Controller struct {
 	// changes to objects that users name, such as their Secrets, without
 	// holding their data.
 	Metadata []client.Object
+	// Metrics, when set, exports the state of the controller's objects
+	// (internal/statemetrics), read from the cache at each scrape.
+	Metrics *statemetrics.Source
 }

@@ -8,6 +8,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tend-dev/tend/internal/manager"
 )
@@ -68,4 +69,33 @@ func (e *Env) StartManager(ctx context.Context, probeAddr string, controllers []
 		}
 	}()
 	return nil
+}
+
+// Gauge is the value of the gauge name with exactly these labels in
+// controller-runtime's registry, which the manager's /metrics serves: what
+// a scrape of the manager would read now. ok is false when no such series
+// exists.
+func Gauge(name string, labels map[string]string) (value float64, ok bool, err error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if v, found := labels[l.GetName()]; !found || v != l.GetValue() {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue(), true, nil
+		}
+	}
+	return 0, false, nil
 }

@@ -76,7 +76,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // the flags are parsed.
 func Controllers(opts *Options) []manager.Controller {
 	return []manager.Controller{
-		{Name: BackupName, Setup: func(mgr ctrl.Manager) error {
+		{Name: BackupName, Metrics: &BackupMetrics, Setup: func(mgr ctrl.Manager) error {
 			r := &BackupReconciler{
 				Client:       mgr.GetClient(),
 				APIReader:    mgr.GetAPIReader(),
@@ -87,7 +87,7 @@ func Controllers(opts *Options) []manager.Controller {
 			}
 			return r.SetupWithManager(mgr, opts.Workers)
 		}},
-		{Name: ScheduleName, Setup: func(mgr ctrl.Manager) error {
+		{Name: ScheduleName, Metrics: &ScheduleMetrics, Setup: func(mgr ctrl.Manager) error {
 			r := &ScheduleReconciler{
 				Client:   mgr.GetClient(),
 				Recorder: mgr.GetEventRecorder("tend-etcdbackupschedule"),

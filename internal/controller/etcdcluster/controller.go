@@ -108,6 +108,7 @@ func Controller(opts *Options) manager.Controller {
 			&corev1.Service{}:               manager.MadeByTend(),
 		},
 		Metadata: []client.Object{&corev1.Secret{}},
+		Metrics:  &Metrics,
 		Setup: func(mgr ctrl.Manager) error {
 			r := &Reconciler{
 				Client:               manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}),

@@ -64,6 +64,7 @@ func Controller(opts *Options) manager.Controller {
 		// Every Service's metadata, so that another owner's Service that
 		// holds a leader Service's name starts a pass when it goes.
 		Metadata: []client.Object{&corev1.Service{}},
+		Metrics:  &Metrics,
 		Setup: func(mgr ctrl.Manager) error {
 			r := &Reconciler{
 				Client:    mgr.GetClient(),

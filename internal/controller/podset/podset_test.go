@@ -16,10 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/testenv"
 )
 
 func condition(g Gomega, ps *appsv1alpha1.PodSet, t string) string {
@@ -28,6 +30,13 @@ func condition(g Gomega, ps *appsv1alpha1.PodSet, t string) string {
 		return ""
 	}
 	return string(c.Status) + "/" + c.Reason
+}
+
+// kstatusOf is what kstatus (the wait of Helm and Flux) says of ps now.
+func kstatusOf(g Gomega, ps *appsv1alpha1.PodSet) kstatus.Status {
+	st, _, err := env.KStatus(context.Background(), ps)
+	g.Expect(err).NotTo(HaveOccurred())
+	return st
 }
 
 func TestScaleUpAndDown(t *testing.T) {
@@ -45,6 +54,9 @@ func TestScaleUpAndDown(t *testing.T) {
 		g.Expect(got.Status.Selector).To(Equal("apps.tend.dev/podset=web"))
 		g.Expect(condition(g, ps, appsv1alpha1.ConditionProgressing)).To(Equal("True/WaitingForPods"))
 		g.Expect(condition(g, ps, appsv1alpha1.ConditionReplicaFailure)).To(Equal("False/NoFailure"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionReady)).To(Equal("False/WaitingForPods"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionReconciling)).To(Equal("True/WaitingForPods"))
+		g.Expect(kstatusOf(g, ps)).To(Equal(kstatus.InProgressStatus))
 	})
 	for _, p := range pods {
 		g := NewWithT(t)
@@ -59,6 +71,23 @@ func TestScaleUpAndDown(t *testing.T) {
 		g.Expect(got.Status.PodNames).To(HaveLen(3))
 		g.Expect(condition(g, ps, appsv1alpha1.ConditionAvailable)).To(Equal("True/AllReplicasReady"))
 		g.Expect(condition(g, ps, appsv1alpha1.ConditionProgressing)).To(Equal("False/Stable"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionReady)).To(Equal("True/AllReplicasReady"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionReconciling)).To(BeEmpty())
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionStalled)).To(BeEmpty())
+		g.Expect(kstatusOf(g, ps)).To(Equal(kstatus.CurrentStatus))
+	})
+	// What a scrape of the manager reads: the same counts and conditions.
+	eventually(t, func(g Gomega) {
+		for state, want := range map[string]float64{"desired": 3, "current": 3, "ready": 3} {
+			v, ok, err := testenv.Gauge("tend_podset_replicas", map[string]string{"namespace": ns, "name": "web", "state": state})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ok).To(BeTrue(), state)
+			g.Expect(v).To(Equal(want), state)
+		}
+		v, ok, err := testenv.Gauge("tend_resource_condition", map[string]string{
+			"kind": "PodSet", "namespace": ns, "name": "web", "type": "Ready", "status": "True", "reason": "AllReplicasReady"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ok && v == 1).To(BeTrue())
 	})
 
 	// Up to 5 through the /scale subresource, as kubectl scale and an HPA do.
@@ -90,6 +119,14 @@ func TestScaleUpAndDown(t *testing.T) {
 	eventually(t, func(g Gomega) {
 		g.Expect(livePods(g, ps)).To(BeEmpty())
 		g.Expect(getPodSet(g, ps).Status.Replicas).To(BeZero())
+	})
+
+	// Deleted, its series go with it.
+	g.Expect(env.Client.Delete(t.Context(), ps)).To(Succeed())
+	eventually(t, func(g Gomega) {
+		_, ok, err := testenv.Gauge("tend_podset_replicas", map[string]string{"namespace": ns, "name": "web", "state": "desired"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ok).To(BeFalse())
 	})
 }
 
@@ -486,6 +523,9 @@ func TestLeaderServiceNameTaken(t *testing.T) {
 		g.Expect(got.Status.Leader).NotTo(BeEmpty())
 		g.Expect(condition(g, ps, appsv1alpha1.ConditionAvailable)).To(Equal("True/AllReplicasReady"))
 		g.Expect(condition(g, ps, appsv1alpha1.ConditionLeaderServiceReady)).To(Equal("False/ServiceNameTaken"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionStalled)).To(Equal("True/ServiceNameTaken"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionReady)).To(Equal("False/ServiceNameTaken"))
+		g.Expect(kstatusOf(g, ps)).To(Equal(kstatus.FailedStatus))
 	})
 	// One Warning Event about the Service, emitted once: a second one would
 	// have made the recorder write a series.
@@ -513,6 +553,8 @@ func TestLeaderServiceNameTaken(t *testing.T) {
 		g.Expect(metav1.IsControlledBy(svc, getPodSet(g, ps))).To(BeTrue())
 		g.Expect(svc.Spec.Selector).To(HaveKeyWithValue(appsv1alpha1.LabelRole, appsv1alpha1.RoleLeader))
 		g.Expect(condition(g, ps, appsv1alpha1.ConditionLeaderServiceReady)).To(Equal("True/ServiceSelectsLeader"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionStalled)).To(BeEmpty())
+		g.Expect(kstatusOf(g, ps)).To(Equal(kstatus.CurrentStatus))
 	})
 }
 

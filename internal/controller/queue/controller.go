@@ -109,7 +109,7 @@ func splitList(v string) []string {
 func Controller(opts *Options) manager.Controller {
 	return manager.Controller{Name: Name, Cache: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: manager.MadeByTend(),
-	}, Metadata: []client.Object{&corev1.Secret{}}, Setup: func(mgr ctrl.Manager) error {
+	}, Metadata: []client.Object{&corev1.Secret{}}, Metrics: &Metrics, Setup: func(mgr ctrl.Manager) error {
 		limiters, err := tendaws.NewLimiters(tendaws.LimiterOptions{QPS: opts.QPS, Burst: opts.Burst})
 		if err != nil {
 			return err

@@ -1,0 +1,33 @@
+package queue
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
+	"github.com/tend-dev/tend/internal/scheme"
+	"github.com/tend-dev/tend/internal/statemetrics"
+)
+
+func TestMetrics(t *testing.T) {
+	g := NewWithT(t)
+	synced := &sqsv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "orders"}}
+	setSynced(synced, metav1.ConditionTrue, sqsv1alpha1.ReasonSynced, "")
+	failing := &sqsv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "orders"}}
+	setSynced(failing, metav1.ConditionFalse, sqsv1alpha1.ReasonCredentialsError, "AccessDenied")
+	fresh := &sqsv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "orders"}}
+	r := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(synced, failing, fresh).Build()
+	err := testutil.CollectAndCompare(statemetrics.NewCollector(r, Metrics), strings.NewReader(`
+# HELP tend_queue_synced 1 when the last exchange with SQS for a Queue succeeded (its Synced condition is True), else 0.
+# TYPE tend_queue_synced gauge
+tend_queue_synced{name="orders",namespace="a"} 1
+tend_queue_synced{name="orders",namespace="b"} 0
+tend_queue_synced{name="orders",namespace="c"} 0
+`), "tend_queue_synced")
+	g.Expect(err).NotTo(HaveOccurred())
+}

@@ -40,10 +40,11 @@ generate: ## Generate deepcopy code from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./...
 
 .PHONY: manifests
-manifests: ## Generate CRDs and RBAC from the +kubebuilder markers.
+manifests: ## Generate CRDs and RBAC from the +kubebuilder markers, and the PrometheusRule from the alerts.
 	$(CONTROLLER_GEN) rbac:roleName=manager crd:generateEmbeddedObjectMeta=true paths=./... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	hack/crd-kustomization.sh
+	hack/prometheus-rule.sh
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -67,11 +68,17 @@ verify-cluster:
 	cd hack/cluster && go mod tidy -diff >/dev/null 2>&1 || \
 		{ echo "verify: hack/cluster/go.mod or go.sum is not tidy; run go mod tidy there" >&2; exit 1; }
 	$(KUBECTL) kustomize config/local >/dev/null
+	$(KUBECTL) kustomize config/prometheus >/dev/null
 
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-e2e test-chaos-short lint ## Everything CI runs: verify, unit, envtest, e2e and short chaos tests, lint.
+test: verify test-rules test-unit test-e2e test-chaos-short lint ## Everything CI runs: verify, alert rules, unit, envtest, e2e and short chaos tests, lint.
+
+.PHONY: test-rules
+test-rules: ## Check the alerts (config/prometheus) with promtool, from Debian's pinned prometheus package.
+	promtool="$$(hack/promtool.sh)" && "$$promtool" check rules config/prometheus/rules.yaml && \
+		"$$promtool" test rules config/prometheus/rules_test.yaml
 
 .PHONY: test-unit
 test-unit: toolchain-envtest ## Unit and envtest tests (a real kube-apiserver and etcd).

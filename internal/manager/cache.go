@@ -229,3 +229,16 @@ func (r readThrough) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	}
 	return err
 }
+
+// watched returns the cache's DefaultNamespaces for --watch-namespaces: nil
+// (every namespace) for an empty list.
+func watched(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
+}

@@ -3,12 +3,16 @@ package manager_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 
 	"github.com/tend-dev/tend/internal/controller/etcdbackup"
 	"github.com/tend-dev/tend/internal/controller/etcdcluster"
@@ -115,4 +119,63 @@ func TestCacheHoldsTendsObjectsOnly(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a Secret that does not exist: %v", err)
 	err = rt.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a kind it is not asked to read through: %v", err)
+}
+
+// TestWatchNamespacesLimitsTheControllers runs a manager with
+// --watch-namespaces naming one namespace: a PodSet there is reconciled,
+// one in another namespace is neither cached nor touched.
+func TestWatchNamespacesLimitsTheControllers(t *testing.T) {
+	g := NewWithT(t)
+	env := testenv.New()
+	g.Expect(env.Start()).To(Succeed())
+	t.Cleanup(func() { g.Expect(env.Stop()).To(Succeed()) })
+	watched, other := env.Namespace(t), env.Namespace(t)
+	opts := env.ManagerOptions()
+	opts.WatchNamespaces = []string{watched}
+	mgr, err := manager.New(env.Config, opts, allControllers())
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		g.Expect(<-done).To(Succeed())
+	})
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+
+	podSet := func(ns string) *appsv1alpha1.PodSet {
+		return &appsv1alpha1.PodSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: appsv1alpha1.PodSetSpec{
+				Replicas: ptr.To[int32](1),
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "sleep", Image: "docker.io/library/busybox:1.35.0", Command: []string{"sleep", "3600"},
+					}}},
+				},
+			},
+		}
+	}
+	// The other namespace's first, so that once the watched one's is
+	// reconciled, the other's would have been too if it were watched.
+	g.Expect(env.Client.Create(ctx, podSet(other))).To(Succeed())
+	g.Expect(env.Client.Create(ctx, podSet(watched))).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		ps := &appsv1alpha1.PodSet{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: watched, Name: "web"}, ps)).To(Succeed())
+		g.Expect(ps.Status.ObservedGeneration).To(Equal(ps.Generation))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the watched namespace's PodSet is reconciled")
+	var pods corev1.PodList
+	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(watched))).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+
+	g.Expect(mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: other, Name: "web"}, &appsv1alpha1.PodSet{})).
+		NotTo(Succeed(), "the other namespace is not cached")
+	ps := &appsv1alpha1.PodSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: other, Name: "web"}, ps)).To(Succeed())
+	g.Expect(ps.Status.ObservedGeneration).To(BeZero(), "the other namespace's PodSet is not reconciled")
+	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(other))).To(Succeed())
+	g.Expect(pods.Items).To(BeEmpty())
 }

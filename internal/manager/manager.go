@@ -50,6 +50,7 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	if err != nil {
 		return nil, err
 	}
+	cacheOpts.DefaultNamespaces = watched(opts.WatchNamespaces)
 	webhooks, err := webhook.New(opts.Webhook)
 	if err != nil {
 		return nil, err

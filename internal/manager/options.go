@@ -42,6 +42,12 @@ type Options struct {
 	// one, "-name" disables one.
 	Controllers []string
 
+	// WatchNamespaces limits the controllers to these namespaces' objects:
+	// the cache lists and watches only there. Empty means every namespace.
+	// Cluster-scoped objects and the webhook's certificate Secret are read
+	// whatever it says.
+	WatchNamespaces []string
+
 	// QPS and Burst limit the controllers' requests to the apiserver: one
 	// token bucket for all of them, whatever the resource, as a
 	// kube-controller-manager controller has. The cache's lists and watches
@@ -101,6 +107,12 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		`Comma-separated controllers to run: "*" runs all, "name" enables one, "-name" disables one (default "*").`,
 		func(v string) error {
 			o.Controllers = splitList(v)
+			return nil
+		})
+	fs.Func("watch-namespaces",
+		"Comma-separated namespaces whose objects the controllers reconcile; empty (the default) means all. The RBAC may then be narrowed to them.",
+		func(v string) error {
+			o.WatchNamespaces = splitList(v)
 			return nil
 		})
 	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS,

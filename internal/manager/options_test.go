@@ -58,7 +58,9 @@ func TestBindFlags(t *testing.T) {
 		"--pprof-bind-address=127.0.0.1:6060",
 		"--kube-api-qps=20", "--kube-api-burst=30",
 		"--webhook-port=10443", "--webhook-cert-mode=external",
+		"--watch-namespaces=team-a, team-b",
 	})).To(Succeed())
+	g.Expect(o.WatchNamespaces).To(Equal([]string{"team-a", "team-b"}))
 	g.Expect(o.Controllers).To(Equal([]string{"podset", "-queue"}))
 	g.Expect(o.LeaderElect).To(BeTrue())
 	g.Expect(o.MetricsAddr).To(Equal("0"))

@@ -469,6 +469,13 @@ type EtcdClusterStatus struct {
 	// no other change to the members.
 	// +optional
 	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+	// Certificates are when the certificates in the cluster's TLS Secrets
+	// expire: the CA (Auto mode), server, peer and client. Tend renews its
+	// own at two thirds of their life; Provided ones are the user's to renew.
+	// +listType=map
+	// +listMapKey=secret
+	// +optional
+	Certificates []CertificateStatus `json:"certificates,omitempty"`
 	// UpdatedGeneration is the generation whose spec every member ran when
 	// the last roll ended. A roll that starts while it equals the
 	// generation was caused by a new Tend, not by the spec, and waits for
@@ -481,6 +488,14 @@ type EtcdClusterStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CertificateStatus is when the certificate in one TLS Secret expires.
+type CertificateStatus struct {
+	// Secret is the Secret's name, in the cluster's namespace.
+	Secret string `json:"secret"`
+	// NotAfter is the end of the certificate's validity (tls.crt's first).
+	NotAfter metav1.Time `json:"notAfter"`
 }
 
 // UpdateStatus is a roll in progress.

@@ -68,6 +68,15 @@ func TestCreateMakesEverythingAndReportsBootstrapping(t *testing.T) {
 	c := newCluster(ns, "kv", nil)
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
 
+	// Each TLS Secret's expiry, as its certificate says.
+	var expiries []string
+	expiriesOf := func(certs []etcdv1alpha1.CertificateStatus) []string {
+		var out []string
+		for _, c := range certs {
+			out = append(out, c.Secret+" "+c.NotAfter.UTC().Format(time.RFC3339))
+		}
+		return out
+	}
 	for _, name := range []string{"kv-ca", "kv-server-tls", "kv-peer-tls", "kv-client-tls"} {
 		secret := &corev1.Secret{}
 		g.Eventually(func() error {
@@ -76,6 +85,11 @@ func TestCreateMakesEverythingAndReportsBootstrapping(t *testing.T) {
 		ownedBy(g, secret, c)
 		g.Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
 		g.Expect(secret.Data).To(HaveKey("ca.crt"))
+		block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
+		g.Expect(block).NotTo(BeNil())
+		cert, err := x509.ParseCertificate(block.Bytes)
+		g.Expect(err).NotTo(HaveOccurred())
+		expiries = append(expiries, name+" "+cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	for _, name := range []string{"kv-peer", "kv-client"} {
 		svc := &corev1.Service{}
@@ -107,6 +121,7 @@ func TestCreateMakesEverythingAndReportsBootstrapping(t *testing.T) {
 		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.InProgressStatus))
 		g.Expect(got.Status.ClientEndpoint).To(Equal("https://kv-client." + ns + ".svc:2379"))
 		g.Expect(got.Status.Selector).To(Equal("app.kubernetes.io/name=etcd,etcd.tend.dev/cluster=kv"))
+		g.Expect(expiriesOf(got.Status.Certificates)).To(Equal(expiries))
 	}, wait).Should(Succeed())
 
 	// No init Job before a quorum answers: it would only fail. The passes

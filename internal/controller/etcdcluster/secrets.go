@@ -6,11 +6,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -42,6 +44,9 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error 
 			return err
 		}
 	}
+	// The expiries go into the status only once every Secret was read.
+	certs := s.obs.certificates
+	s.obs.certificates = nil
 	names := tlsSecretsOf(c)
 	for _, name := range []string{names.server, names.peer, names.client} {
 		secret := &corev1.Secret{}
@@ -60,6 +65,7 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error 
 				return fmt.Errorf("%w: Secret %s has no %s; it needs ca.crt, tls.crt and tls.key", errTLSSecrets, name, key)
 			}
 		}
+		certs = append(certs, certificateOf(secret))
 		if name != names.client {
 			continue
 		}
@@ -73,7 +79,20 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error 
 		}
 		s.tls = cfg
 	}
+	s.obs.certificates = certs
 	return nil
+}
+
+// certificateOf says when the certificate in a TLS Secret's tls.crt
+// expires; the zero time when it holds none that parses.
+func certificateOf(secret *corev1.Secret) etcdv1alpha1.CertificateStatus {
+	st := etcdv1alpha1.CertificateStatus{Secret: secret.Name}
+	if block, _ := pem.Decode(secret.Data[corev1.TLSCertKey]); block != nil {
+		if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
+			st.NotAfter = metav1.NewTime(cert.NotAfter.UTC())
+		}
+	}
+	return st
 }
 
 // clientTLS is the TLS configuration of a client certificate Secret.
@@ -108,6 +127,7 @@ func (r *Reconciler) issueCertificates(ctx context.Context, s *scope) error {
 		return fmt.Errorf("reading the CA Secret: %w", err)
 	}
 	ca := keyPair{cert: caSecret.Data[corev1.TLSCertKey], key: caSecret.Data[corev1.TLSPrivateKeyKey]}
+	s.obs.certificates = append(s.obs.certificates, certificateOf(caSecret))
 	if _, _, err := parse(ca); err != nil {
 		// Replacing a CA would cut every member off from the others; only a
 		// person can decide that.

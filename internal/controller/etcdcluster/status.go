@@ -23,6 +23,8 @@ type observation struct {
 	creating bool
 	// tlsProblem says what is wrong with Provided TLS Secrets.
 	tlsProblem string
+	// certificates are the TLS Secrets' expiries; nil when not read.
+	certificates []etcdv1alpha1.CertificateStatus
 	// unreachable is why no member answered; members is nil then.
 	unreachable error
 	members     []memberView
@@ -59,6 +61,9 @@ func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time
 	st := *c.Status.DeepCopy()
 	st.ClientEndpoint = clientEndpoint(c)
 	st.Selector = klabels.SelectorFromSet(selector(c)).String()
+	if obs.certificates != nil {
+		st.Certificates = obs.certificates
+	}
 
 	switch {
 	case obs.tlsProblem != "":

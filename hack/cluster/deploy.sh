@@ -66,6 +66,24 @@ main() {
 	apply_with_image "$overlay" "$image"
 	"$kubectl" -n tend-system rollout status deployment/tend-manager --timeout 180s >&2 ||
 		die "the manager did not become available; see kubectl -n tend-system describe pods and kubectl -n tend-system logs deployment/tend-manager"
+	[[ $overlay == local ]] && wait_webhook_reachable
+}
+
+# wait_webhook_reachable waits until the conversion webhook's Service
+# accepts connections from this host, where the local cluster's apiserver
+# runs: a new manager pod is Ready some moments before kube-proxy routes
+# the Service to it, and the apiserver's conversions fail until then.
+wait_webhook_reachable() {
+	local ip i
+	ip=$("$kubectl" -n tend-system get service tend-webhook-service -o jsonpath='{.spec.clusterIP}') ||
+		die "reading the webhook Service's address failed"
+	for ((i = 0; i < 120; i++)); do
+		if timeout 1 bash -c ">/dev/tcp/$ip/443" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	die "the conversion webhook's Service ($ip:443) refuses connections a minute after the manager became available; see kubectl -n tend-system get endpointslices"
 }
 
 main "$@"

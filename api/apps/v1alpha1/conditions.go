@@ -12,6 +12,14 @@ const (
 	RoleLeader = "leader"
 )
 
+// AnnotationPaused, "true" on a PodSet, stops Tend from creating, deleting,
+// adopting or relabelling its pods (kubectl tend pause); the status still
+// follows them.
+const AnnotationPaused = "tend.dev/paused"
+
+// Paused reports whether ps carries AnnotationPaused=true.
+func (ps *PodSet) Paused() bool { return ps.Annotations[AnnotationPaused] == "true" }
+
 // LeaderServiceName returns the name of the Service that selects the leader
 // pod of the PodSet called name.
 func LeaderServiceName(name string) string { return name + "-leader" }
@@ -67,6 +75,9 @@ const (
 	ReasonWaitingForPods = "WaitingForPods"
 	// ReasonStable: the count is right and every pod is Ready.
 	ReasonStable = "Stable"
+	// ReasonPaused: the PodSet is annotated tend.dev/paused=true; Tend
+	// creates, deletes, adopts and relabels no pod until it is not.
+	ReasonPaused = "Paused"
 )
 
 // Reasons of the ReplicaFailure condition. When True, the reason is the

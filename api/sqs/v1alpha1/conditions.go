@@ -36,6 +36,9 @@ const (
 const (
 	// ReasonSynced: the last exchange with SQS succeeded.
 	ReasonSynced = "Synced"
+	// ReasonPaused: the Queue is annotated tend.dev/paused=true; Tend
+	// makes no call to SQS for it until it is not (deletion excepted).
+	ReasonPaused = "Paused"
 	// ReasonPending: Tend has not yet reached SQS for this Queue.
 	ReasonPending = "Pending"
 	// ReasonInvalidSpec: SQS rejected the spec; fix it and Tend tries again.
@@ -83,3 +86,11 @@ const (
 
 // Finalizer guards the deletion of the SQS queue.
 const Finalizer = "sqs.tend.dev/queue"
+
+// AnnotationPaused, "true" on a Queue, stops Tend from calling SQS for it
+// (kubectl tend pause): no create, update or drift repair; deleting the
+// Queue still applies its deletion policy.
+const AnnotationPaused = "tend.dev/paused"
+
+// Paused reports whether q carries AnnotationPaused=true.
+func (q *Queue) Paused() bool { return q.Annotations[AnnotationPaused] == "true" }

@@ -106,7 +106,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		// Only spec changes start a pass: a pass's own status write must not.
-		For(&appsv1alpha1.PodSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Annotations: tend.dev/paused.
+		For(&appsv1alpha1.PodSet{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A pod event concerns the PodSet that controls it and the one its
 		// label names (an orphan to adopt, or the old owner of a relabelled
 		// pod: both old and new objects are mapped).

@@ -2,6 +2,7 @@ package podset
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -579,4 +581,49 @@ func TestLeaderServiceNameOfOthersIgnoredWithoutElection(t *testing.T) {
 	got := &corev1.Service{}
 	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(foreign), got)).To(Succeed())
 	g.Expect(got.Spec.Selector).To(Equal(map[string]string{"app": "other"}))
+}
+
+// A paused PodSet gets no pod created or deleted, even when its spec asks
+// or a pod goes; its status says so and kstatus waits. Resumed, it catches
+// up.
+func TestPauseStopsChangesUntilResumed(t *testing.T) {
+	ps := newPodSet(env.Namespace(t), "web", 2, nil)
+	create(t, ps)
+	var pods []corev1.Pod
+	eventually(t, func(g Gomega) {
+		pods = livePods(g, ps)
+		g.Expect(pods).To(HaveLen(2))
+	})
+	setPaused := func(value string) {
+		t.Helper()
+		g := NewWithT(t)
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s}}}`, appsv1alpha1.AnnotationPaused, value)
+		g.Expect(env.Client.Patch(t.Context(), getPodSet(g, ps), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	}
+	setPaused(`"true"`)
+	eventually(t, func(g Gomega) {
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionProgressing)).To(Equal("False/Paused"))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionReady)).To(Equal("False/Paused"))
+	})
+
+	g := NewWithT(t)
+	scaled := getPodSet(g, ps)
+	scaled.Spec.Replicas = ptr.To[int32](3)
+	g.Expect(env.Client.Update(t.Context(), scaled)).To(Succeed())
+	deleteNow(t, &pods[0])
+	eventually(t, func(g Gomega) {
+		got := getPodSet(g, ps)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.Replicas).To(Equal(int32(1)), "the status follows the pods")
+		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.InProgressStatus))
+	})
+	g.Consistently(func(g Gomega) {
+		g.Expect(livePods(g, ps)).To(HaveLen(1))
+	}).WithTimeout(3*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "no pod is created while paused")
+
+	setPaused("null")
+	eventually(t, func(g Gomega) {
+		g.Expect(livePods(g, ps)).To(HaveLen(3))
+		g.Expect(condition(g, ps, appsv1alpha1.ConditionProgressing)).NotTo(Equal("False/Paused"))
+	})
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,12 +39,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	owned, err := r.claim(ctx, ps, found)
-	if err != nil {
+	obs := observation{paused: ps.Paused()}
+	var owned []*corev1.Pod
+	if obs.paused {
+		// No adoption or release: only the pods it already controls.
+		for _, p := range found {
+			if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ps.UID {
+				owned = append(owned, p)
+			}
+		}
+	} else if owned, err = r.claim(ctx, ps, found); err != nil {
 		return ctrl.Result{}, err
 	}
 
-	obs := observation{}
 	var all []*corev1.Pod // owned, terminating ones included, for the leader phase
 	for _, p := range owned {
 		all = append(all, p)
@@ -67,6 +75,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}()
 
+	if obs.paused {
+		obs.leader = ps.Status.Leader
+		return ctrl.Result{}, nil
+	}
 	var result ctrl.Result
 	synced, wait := r.expectations.satisfied(req.NamespacedName, owned)
 	if synced {

@@ -23,6 +23,9 @@ type failure struct {
 type observation struct {
 	active []*corev1.Pod // owned, neither terminating nor finished
 	leader string
+	// paused: the PodSet is annotated tend.dev/paused=true; the pass
+	// changed nothing.
+	paused bool
 	// managed is true when the pass compared the count with the spec (the
 	// cache was up to date); failed is set when a create or delete failed.
 	managed bool
@@ -76,6 +79,9 @@ func calculateStatus(ps *appsv1alpha1.PodSet, obs observation) appsv1alpha1.PodS
 	}
 
 	switch {
+	case obs.paused:
+		set(appsv1alpha1.ConditionProgressing, metav1.ConditionFalse, appsv1alpha1.ReasonPaused,
+			fmt.Sprintf("The annotation %s is \"true\": Tend changes no pod until it is removed (kubectl tend resume); %d of %d pods exist", appsv1alpha1.AnnotationPaused, current, desired))
 	case current < desired:
 		set(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonScalingUp,
 			fmt.Sprintf("%d of %d pods exist; creating the rest", current, desired))
@@ -125,6 +131,9 @@ func readinessOf(st appsv1alpha1.PodSetStatus) readiness.Summary {
 	failure, service := find(appsv1alpha1.ConditionReplicaFailure), find(appsv1alpha1.ConditionLeaderServiceReady)
 	is := func(c *metav1.Condition, s metav1.ConditionStatus) bool { return c != nil && c.Status == s }
 	switch {
+	case is(progressing, metav1.ConditionFalse) && progressing.Reason == appsv1alpha1.ReasonPaused:
+		// Neither working nor stuck: waiting for a person to resume it.
+		return readiness.From(readiness.StateNotReady, progressing, "")
 	case is(service, metav1.ConditionFalse) && service.Reason == appsv1alpha1.ReasonServiceNameTaken:
 		return readiness.From(readiness.StateStalled, service, "")
 	case is(failure, metav1.ConditionTrue) && failure.Reason == string(metav1.StatusReasonInvalid):

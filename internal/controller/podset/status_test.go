@@ -92,6 +92,12 @@ func TestCalculateStatus(t *testing.T) {
 			verdict: "Stalled/ServiceNameTaken",
 		},
 		{
+			name: "paused short of its replicas", replicas: 3,
+			obs:     observation{active: []*corev1.Pod{ready("a")}, paused: true},
+			want:    conds{"Available": "False/ReplicasNotReady", "Progressing": "False/Paused", "ReplicaFailure": "Unknown/Unknown"},
+			verdict: "NotReady/Paused",
+		},
+		{
 			name: "zero replicas, the Service not seen yet", replicas: 0, leader: true,
 			obs: observation{managed: true},
 			want: conds{"Available": "True/AllReplicasReady", "Progressing": "False/Stable", "ReplicaFailure": "False/NoFailure",

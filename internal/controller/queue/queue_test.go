@@ -163,3 +163,38 @@ func TestUpstreamFaults(t *testing.T) {
 	}
 	g.Expect(queueExists(g, name)).To(BeTrue())
 }
+
+// A paused Queue gets no call to SQS: a spec change waits, and its status
+// says why; resumed, the change reaches SQS.
+func TestPauseHoldsChangesUntilResumed(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	q := newQueue(ns, "held", func(s *sqsv1alpha1.QueueSpec) {
+		s.QueueName = uniqueName(ns)
+		s.DelaySeconds = ptr.To[int32](5)
+	})
+	g.Expect(env.Client.Create(context.Background(), q)).To(Succeed())
+	got := waitReady(g, q)
+
+	got.Annotations = map[string]string{sqsv1alpha1.AnnotationPaused: "true"}
+	got.Spec.DelaySeconds = ptr.To[int32](9)
+	g.Expect(env.Client.Update(context.Background(), got)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		now := get(g, q)
+		g.Expect(condition(now, sqsv1alpha1.ConditionSynced)).To(Equal("False/Paused"))
+		g.Expect(now.Status.ObservedGeneration).To(Equal(now.Generation))
+		g.Expect(kstatusOf(g, now)).To(Equal(kstatus.InProgressStatus))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(attributes(g, got.Status.QueueURL)).To(HaveKeyWithValue("DelaySeconds", "5"))
+	}).WithTimeout(3*time.Second).WithPolling(500*time.Millisecond).Should(Succeed(), "no change reaches SQS while paused")
+
+	now := get(g, q)
+	delete(now.Annotations, sqsv1alpha1.AnnotationPaused)
+	g.Expect(env.Client.Update(context.Background(), now)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(attributes(g, got.Status.QueueURL)).To(HaveKeyWithValue("DelaySeconds", "9"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	waitReady(g, q)
+}

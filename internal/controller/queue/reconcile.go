@@ -45,6 +45,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			res = ctrl.Result{} // with an error, its backoff decides the retry
 		}
 	}()
+	if q.Paused() {
+		setSynced(q, metav1.ConditionFalse, sqsv1alpha1.ReasonPaused, fmt.Sprintf(
+			"The annotation %s is \"true\": Tend makes no call to SQS for this Queue until it is removed (kubectl tend resume); the status is as last seen",
+			sqsv1alpha1.AnnotationPaused))
+		q.Status.ObservedGeneration = q.Generation // acted on: a person must
+		return ctrl.Result{}, nil                  // the annotation's removal starts the next pass
+	}
 	return r.reconcileNormal(ctx, q)
 }
 

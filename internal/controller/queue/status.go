@@ -162,6 +162,9 @@ var stalledReasons = []string{
 func queueReadiness(q *sqsv1alpha1.Queue) readiness.Summary {
 	ready, synced := findCondition(q, sqsv1alpha1.ConditionReady), findCondition(q, sqsv1alpha1.ConditionSynced)
 	switch {
+	case q.DeletionTimestamp.IsZero() && synced != nil && synced.Reason == sqsv1alpha1.ReasonPaused:
+		// Neither working nor stuck: waiting for a person to resume it.
+		return readiness.From(readiness.StateNotReady, synced, "")
 	case synced != nil && synced.Status == metav1.ConditionFalse && slices.Contains(stalledReasons, synced.Reason):
 		return readiness.From(readiness.StateStalled, synced, "")
 	case q.DeletionTimestamp.IsZero() && ready != nil && ready.Reason == sqsv1alpha1.ReasonQueueMissing:

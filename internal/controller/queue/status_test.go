@@ -136,6 +136,7 @@ func TestQueueReadiness(t *testing.T) {
 		{name: "invalid spec", ready: cond{"False", "InvalidSpec"}, synced: cond{"False", "InvalidSpec"}, want: "Stalled/InvalidSpec"},
 		{name: "a queue no Queue owns", ready: cond{"False", "QueueExists"}, synced: cond{"False", "QueueExists"}, want: "Stalled/QueueExists"},
 		{name: "adoption Adopt and no queue", ready: cond{"False", "QueueMissing"}, synced: cond{"True", "Synced"}, want: "Stalled/QueueMissing"},
+		{name: "paused", ready: cond{"True", "Available"}, synced: cond{"False", "Paused"}, want: "NotReady/Paused"},
 		{name: "deleting", deleting: true, ready: cond{"False", "Deleting"}, synced: cond{"True", "Synced"}, want: "Reconciling/Deleting"},
 		{name: "deleting, SQS refuses the credentials", deleting: true, ready: cond{"False", "Deleting"}, synced: cond{"False", "CredentialsError"},
 			want: "Stalled/CredentialsError"},

@@ -117,8 +117,9 @@ bench: toolchain-envtest ## Run the benchmarks; they print figures and never fai
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/tend.
+build: ## Build bin/tend and the kubectl plugin, bin/kubectl-tend.
 	CGO_ENABLED=0 go build -trimpath -o bin/tend ./cmd/tend
+	CGO_ENABLED=0 go build -trimpath -o bin/kubectl-tend ./cmd/kubectl-tend
 
 .PHONY: toolchain
 toolchain: ## Build every pinned tool that the cache lacks.

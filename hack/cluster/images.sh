@@ -99,14 +99,18 @@ recipe() {
 		done
 		;;
 	tend)
-		# The manager and the agents, static, as a non-root user. CA
-		# certificates let it reach real AWS endpoints in a real cluster.
-		(cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$src/tend.tmp" ./cmd/tend) ||
-			die "building ./cmd/tend for the tend image failed; see the go output above"
+		# The manager and the agents, static, as a non-root user, and the
+		# kubectl plugin beside them (docs/plugin.md). CA certificates let
+		# it reach real AWS endpoints in a real cluster.
+		(cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$src/tend.tmp" ./cmd/tend &&
+			CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$src/kubectl-tend.tmp" ./cmd/kubectl-tend) ||
+			die "building ./cmd/tend and ./cmd/kubectl-tend for the tend image failed; see the go output above"
 		mv -f "$src/tend.tmp" "$src/tend"
+		mv -f "$src/kubectl-tend.tmp" "$src/kubectl-tend"
 		[[ -f /etc/ssl/certs/ca-certificates.crt ]] || die "/etc/ssl/certs/ca-certificates.crt is missing (Debian's ca-certificates)"
 		# shellcheck disable=SC2207
-		flags=(-file "$src/tend=/tend:0755" -file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt:0644
+		flags=(-file "$src/tend=/tend:0755" -file "$src/kubectl-tend=/usr/local/bin/kubectl-tend:0755"
+			-file /etc/ssl/certs/ca-certificates.crt=/etc/ssl/certs/ca-certificates.crt:0644
 			$(rootfs_etc "$src") -entrypoint '["/tend"]' -user 65532:65532)
 		;;
 	*) die "unknown image '$1'; known: ${all_images[*]}" ;;

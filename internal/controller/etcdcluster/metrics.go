@@ -25,12 +25,16 @@ var (
 	rollDesc = prometheus.NewDesc("tend_etcdcluster_roll_members",
 		"While a roll runs, its members by state: updated (restarted on the new revision) and pending.",
 		[]string{"namespace", "name", "state"}, nil)
+	certificateDesc = prometheus.NewDesc("tend_etcdcluster_certificate_expiry_timestamp_seconds",
+		"When the certificate in each of an EtcdCluster's TLS Secrets expires, as its status.certificates says.",
+		[]string{"namespace", "name", "secret"}, nil)
 )
 
-// Metrics exports each EtcdCluster's members, quorum margin, roll progress
-// and conditions, and each EtcdRestore's conditions.
+// Metrics exports each EtcdCluster's members, quorum margin, roll
+// progress, certificate expiries and conditions, and each EtcdRestore's
+// conditions.
 var Metrics = statemetrics.Source{
-	Descs: []*prometheus.Desc{membersDesc, quorumMarginDesc, desiredDesc, rollDesc},
+	Descs: []*prometheus.Desc{membersDesc, quorumMarginDesc, desiredDesc, rollDesc, certificateDesc},
 	Collect: func(ctx context.Context, r client.Reader, e *statemetrics.Emitter) error {
 		var clusters etcdv1alpha1.EtcdClusterList
 		if err := r.List(ctx, &clusters); err != nil {
@@ -60,6 +64,11 @@ var Metrics = statemetrics.Source{
 			if u := c.Status.Update; u != nil {
 				e.Gauge(rollDesc, float64(len(u.UpdatedMembers)), ns, name, "updated")
 				e.Gauge(rollDesc, float64(len(u.PendingMembers)), ns, name, "pending")
+			}
+			for _, cert := range c.Status.Certificates {
+				if !cert.NotAfter.IsZero() {
+					e.Gauge(certificateDesc, float64(cert.NotAfter.Unix()), ns, name, cert.Secret)
+				}
 			}
 			e.Conditions("EtcdCluster", c, c.Status.Conditions)
 		}

@@ -25,6 +25,10 @@ func TestMetrics(t *testing.T) {
 				{Name: "kv-0", Healthy: true, Leader: true}, {Name: "kv-1", Healthy: true}, {Name: "kv-2"}, {Name: "kv-3", Learner: true, Healthy: true},
 			},
 			Update: &etcdv1alpha1.UpdateStatus{UpdatedMembers: []string{"kv-0"}, PendingMembers: []string{"kv-1", "kv-2"}},
+			Certificates: []etcdv1alpha1.CertificateStatus{
+				{Secret: "kv-ca", NotAfter: metav1.Unix(2000000000, 0)},
+				{Secret: "kv-server-tls"}, // unreadable: no series
+			},
 			Conditions: []metav1.Condition{
 				{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Updating"},
 				{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "Updating"},
@@ -41,6 +45,9 @@ func TestMetrics(t *testing.T) {
 	}
 	r := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(rolling, fresh, restore).Build()
 	err := testutil.CollectAndCompare(statemetrics.NewCollector(r, Metrics), strings.NewReader(`
+# HELP tend_etcdcluster_certificate_expiry_timestamp_seconds When the certificate in each of an EtcdCluster's TLS Secrets expires, as its status.certificates says.
+# TYPE tend_etcdcluster_certificate_expiry_timestamp_seconds gauge
+tend_etcdcluster_certificate_expiry_timestamp_seconds{name="kv",namespace="a",secret="kv-ca"} 2e+09
 # HELP tend_etcdcluster_desired_members The members an EtcdCluster's spec asks for.
 # TYPE tend_etcdcluster_desired_members gauge
 tend_etcdcluster_desired_members{name="kv",namespace="a"} 3

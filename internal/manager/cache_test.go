@@ -38,13 +38,18 @@ func allControllers() []manager.Controller {
 // real apiserver, and checks that its cache holds the Secrets and
 // ConfigMaps that Tend made (labelled app.kubernetes.io/managed-by=tend)
 // and not a user's, whose metadata alone it holds, so that a change to a
-// Secret that a Queue or an EtcdCluster names still starts a pass.
+// Secret that a Queue or an EtcdCluster names still starts a pass. The
+// manager watches one namespace (--watch-namespaces): a PodSet in another
+// is neither cached nor reconciled. (One manager per test binary: two
+// would register the same controller names.)
 func TestCacheHoldsTendsObjectsOnly(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.New()
 	g.Expect(env.Start()).To(Succeed())
 	t.Cleanup(func() { g.Expect(env.Stop()).To(Succeed()) })
+	ns, other := env.Namespace(t), env.Namespace(t)
 	opts := env.ManagerOptions()
+	opts.WatchNamespaces = []string{ns}
 	mgr, err := manager.New(env.Config, opts, allControllers())
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, stop := context.WithCancel(context.Background())
@@ -56,7 +61,6 @@ func TestCacheHoldsTendsObjectsOnly(t *testing.T) {
 	})
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 
-	ns := env.Namespace(t)
 	tends := map[string]string{"app.kubernetes.io/managed-by": "tend", "etcd.tend.dev/cluster": "demo"}
 	// The user's objects first: the cache sees a kind's objects in the
 	// order they were written, so once it shows Tend's, it would show the
@@ -119,30 +123,15 @@ func TestCacheHoldsTendsObjectsOnly(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a Secret that does not exist: %v", err)
 	err = rt.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a kind it is not asked to read through: %v", err)
+
+	watchedNamespaceOnly(t, env, mgr.GetCache(), ns, other)
 }
 
-// TestWatchNamespacesLimitsTheControllers runs a manager with
-// --watch-namespaces naming one namespace: a PodSet there is reconciled,
-// one in another namespace is neither cached nor touched.
-func TestWatchNamespacesLimitsTheControllers(t *testing.T) {
+// watchedNamespaceOnly checks that a manager limited to the namespace
+// watched reconciles a PodSet there and ignores one in other.
+func watchedNamespaceOnly(t *testing.T, env *testenv.Env, cached client.Reader, watched, other string) {
 	g := NewWithT(t)
-	env := testenv.New()
-	g.Expect(env.Start()).To(Succeed())
-	t.Cleanup(func() { g.Expect(env.Stop()).To(Succeed()) })
-	watched, other := env.Namespace(t), env.Namespace(t)
-	opts := env.ManagerOptions()
-	opts.WatchNamespaces = []string{watched}
-	mgr, err := manager.New(env.Config, opts, allControllers())
-	g.Expect(err).NotTo(HaveOccurred())
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		g.Expect(<-done).To(Succeed())
-	})
-	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
-
+	ctx := t.Context()
 	podSet := func(ns string) *appsv1alpha1.PodSet {
 		return &appsv1alpha1.PodSet{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
@@ -168,10 +157,10 @@ func TestWatchNamespacesLimitsTheControllers(t *testing.T) {
 		g.Expect(ps.Status.ObservedGeneration).To(Equal(ps.Generation))
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the watched namespace's PodSet is reconciled")
 	var pods corev1.PodList
-	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(watched))).To(Succeed())
+	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(watched), client.MatchingLabels{"app": "web"})).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(1))
 
-	g.Expect(mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: other, Name: "web"}, &appsv1alpha1.PodSet{})).
+	g.Expect(cached.Get(ctx, client.ObjectKey{Namespace: other, Name: "web"}, &appsv1alpha1.PodSet{})).
 		NotTo(Succeed(), "the other namespace is not cached")
 	ps := &appsv1alpha1.PodSet{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: other, Name: "web"}, ps)).To(Succeed())
@@ -179,3 +168,4 @@ func TestWatchNamespacesLimitsTheControllers(t *testing.T) {
 	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(other))).To(Succeed())
 	g.Expect(pods.Items).To(BeEmpty())
 }
+

@@ -41,6 +41,8 @@ group_of() {
 	kwok) echo kwok ;;
 	controller-gen) echo controller-gen ;;
 	golangci-lint) echo golangci-lint ;;
+	helm) echo helm ;;
+	krew) echo krew ;;
 	*)
 		echo "toolchain: unknown tool '$1'" >&2
 		return 1
@@ -61,6 +63,8 @@ package_of() {
 	kwok/kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
 	controller-gen/controller-gen) echo sigs.k8s.io/controller-tools/cmd/controller-gen ;;
 	golangci-lint/golangci-lint) echo github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+	helm/helm) echo helm.sh/helm/v4/cmd/helm ;;
+	krew/krew) echo sigs.k8s.io/krew/cmd/krew ;;
 	*)
 		echo "toolchain: group $1 builds no tool named '$2'" >&2
 		return 1
@@ -79,6 +83,8 @@ version_of_group() {
 	kwok) echo "$KWOK_VERSION" ;;
 	controller-gen) echo "$CONTROLLER_TOOLS_VERSION" ;;
 	golangci-lint) echo "$GOLANGCI_LINT_VERSION" ;;
+	helm) echo "$HELM_VERSION" ;;
+	krew) echo "$KREW_VERSION" ;;
 	esac
 }
 
@@ -99,6 +105,8 @@ ldflags_of() {
 		echo "-s -w$x"
 		;;
 	golangci-lint) echo "-s -w -X main.version=${v#v}" ;;
+	helm) echo "-s -w -X helm.sh/helm/v4/internal/version.version=$v" ;;
+	krew) echo "-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$v" ;;
 	containerd) echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$v" ;;
 	local-path-provisioner) echo "-s -w -X main.VERSION=$v" ;;
 	*) echo "-s -w" ;;
@@ -162,7 +170,7 @@ all_tools=(
 	kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 	etcd etcdctl etcdutl etcd-upgrade-from/etcd etcd-upgrade-from/etcdctl etcd-upgrade-from/etcdutl
 	containerd containerd-shim-runc-v2 ctr coredns local-path-provisioner
-	kwok controller-gen golangci-lint
+	kwok controller-gen golangci-lint helm krew
 )
 
 case ${1:-} in

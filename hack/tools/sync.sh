@@ -23,6 +23,8 @@ pins() {
 	echo "kwok sigs.k8s.io/kwok $KWOK_VERSION"
 	echo "controller-gen sigs.k8s.io/controller-tools $CONTROLLER_TOOLS_VERSION"
 	echo "golangci-lint github.com/golangci/golangci-lint/v2 $GOLANGCI_LINT_VERSION"
+	echo "helm helm.sh/helm/v4 $HELM_VERSION"
+	echo "krew sigs.k8s.io/krew $KREW_VERSION"
 }
 
 # required GROUP MODULE prints the version that GROUP's go.mod requires of MODULE.

@@ -40,11 +40,12 @@ generate: ## Generate deepcopy code from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./...
 
 .PHONY: manifests
-manifests: ## Generate CRDs and RBAC from the +kubebuilder markers, and the PrometheusRule from the alerts.
+manifests: ## Generate CRDs and RBAC from the +kubebuilder markers, the PrometheusRule from the alerts, and the chart's templates and dist/install.yaml from config/.
 	$(CONTROLLER_GEN) rbac:roleName=manager crd:generateEmbeddedObjectMeta=true paths=./... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	hack/crd-kustomization.sh
 	hack/prometheus-rule.sh
+	hack/chart.sh
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -55,8 +56,8 @@ vet: ## Run go vet.
 	go vet -tags e2e ./...
 
 .PHONY: lint
-lint: ## Run golangci-lint (.golangci.yml), the e2e tests and hack/cluster's Go included.
-	$(GOLANGCI_LINT) run --build-tags e2e ./...
+lint: ## Run golangci-lint (.golangci.yml), the e2e and chart tests and hack/cluster's Go included.
+	$(GOLANGCI_LINT) run --build-tags e2e,chart ./...
 	linter="$(GOLANGCI_LINT)" && cd hack/cluster && "$$linter" run ./...
 
 .PHONY: verify
@@ -69,16 +70,22 @@ verify-cluster:
 		{ echo "verify: hack/cluster/go.mod or go.sum is not tidy; run go mod tidy there" >&2; exit 1; }
 	$(KUBECTL) kustomize config/local >/dev/null
 	$(KUBECTL) kustomize config/prometheus >/dev/null
+	$(KUBECTL) kustomize config/grafana >/dev/null
 
 ##@ Test
 
 .PHONY: test
-test: verify test-rules test-unit test-e2e test-chaos-short lint ## Everything CI runs: verify, alert rules, unit, envtest, e2e and short chaos tests, lint.
+test: verify test-rules test-chart test-unit test-e2e test-helm test-chaos-short lint ## Everything CI runs: verify, alert rules, the chart, unit, envtest, e2e, Helm install and short chaos tests, lint.
 
 .PHONY: test-rules
 test-rules: ## Check the alerts (config/prometheus) with promtool, from Debian's pinned prometheus package.
 	promtool="$$(hack/promtool.sh)" && "$$promtool" check rules config/prometheus/rules.yaml && \
 		"$$promtool" test rules config/prometheus/rules_test.yaml
+
+.PHONY: test-chart
+test-chart: ## Lint and render the Helm chart over each values file in dist/chart/ci (pinned Helm), check it renders config/default; install the plugin with krew from its generated manifest.
+	HELM="$$($(TOOLCHAIN) helm)" KUBECTL="$$($(TOOLCHAIN) kubectl)" go test -tags chart -count=1 ./test/chart/
+	hack/krew-check.sh
 
 .PHONY: test-unit
 test-unit: toolchain-envtest ## Unit and envtest tests (a real kube-apiserver and etcd).
@@ -89,6 +96,11 @@ test-unit: toolchain-envtest ## Unit and envtest tests (a real kube-apiserver an
 test-e2e: ## End-to-end tests on the local cluster: brings it up, deploys Tend from its image.
 	hack/cluster/up.sh
 	go test -tags e2e $(E2E_TEST_FLAGS) ./test/e2e/...
+
+.PHONY: test-helm
+test-helm: ## Install Tend with the chart (helm install --wait) over the local cluster's Tend and run a sample.
+	hack/cluster/up.sh
+	HELM="$$($(TOOLCHAIN) helm)" go test -tags e2e $(E2E_TEST_FLAGS) ./test/helm/...
 
 # The chaos suite prints its table when it ends; go test shows a passing
 # package's output only with -v, so the table goes to a file and is printed.
@@ -120,6 +132,10 @@ bench: toolchain-envtest ## Run the benchmarks; they print figures and never fai
 build: ## Build bin/tend and the kubectl plugin, bin/kubectl-tend.
 	CGO_ENABLED=0 go build -trimpath -o bin/tend ./cmd/tend
 	CGO_ENABLED=0 go build -trimpath -o bin/kubectl-tend ./cmd/kubectl-tend
+
+.PHONY: plugin-dist
+plugin-dist: ## Build kubectl-tend's release archives and krew manifest into dist/plugin: make plugin-dist VERSION=v0.1.0
+	hack/plugin-dist.sh $(VERSION)
 
 .PHONY: toolchain
 toolchain: ## Build every pinned tool that the cache lacks.

@@ -24,7 +24,7 @@ git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' 
 	[[ -e $f ]] && printf '%s\0' "$f"
 done | tar --null -T - -cf - | tar -xf - -C "$scratch"
 make -s -C "$scratch" generate manifests >/dev/null
-for dir in api config; do
+for dir in api config dist; do
 	[[ -d $dir || -d $scratch/$dir ]] || continue
 	if ! diff -r -N "$dir" "$scratch/$dir" >"$scratch.diff" 2>&1; then
 		fail "generated files under $dir/ are out of date; run make generate manifests:"

@@ -1,0 +1,161 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
+	"github.com/tend-dev/tend/test/dashboards"
+	"github.com/tend-dev/tend/test/e2e/framework"
+)
+
+// onlyWhileSomethingHappens are metrics the dashboards show that exist only
+// during an event this test does not cause, with the reason.
+var onlyWhileSomethingHappens = map[string]string{
+	"tend_etcdcluster_roll_members": "exported only while a roll runs (an upgrade; TestEtcdUpgrade covers the roll)",
+}
+
+// TestDashboardsNameServedMetrics scrapes the running manager and an etcd
+// member, with a cluster of three members, a verified backup, a PodSet and
+// a Queue in place, and checks that every metric that config/grafana's
+// dashboards query is served by one of them.
+func TestDashboardsNameServedMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.Namespace(t)
+	boards, err := dashboards.Load(cluster.Root + "/config/grafana")
+	if err != nil || len(boards) == 0 {
+		t.Fatalf("loading config/grafana: %d dashboards, %v", len(boards), err)
+	}
+
+	mustCreate(t, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backups"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+		},
+	})
+	e := &etcdTest{EtcdCluster: &etcdv1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dash"},
+		Spec: etcdv1alpha1.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: cluster.Settings.EtcdVersion,
+			DeletionPolicy: etcdv1alpha1.DeletionDelete},
+	}}
+	mustCreate(t, e.EtcdCluster)
+	mustCreate(t, sleepers(ns, "web", 1, false))
+	mustCreate(t, &sqsv1alpha1.Queue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec:       sqsv1alpha1.QueueSpec{QueueName: fmt.Sprintf("e2e-dash-%d", time.Now().UnixNano())},
+	})
+	e.waitReady(t, 3)
+	mustCreate(t, newBackup(ns, "dash-1", "dash",
+		etcdv1alpha1.BackupDestination{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "backups"}}, etcdv1alpha1.CompressionNone))
+	cluster.WaitReady(t, 5*time.Minute, ns, "etcdbackup/dash-1")
+	cluster.WaitReady(t, time.Minute, ns, "queue/orders")
+	cluster.WaitReady(t, podSetTimeout, ns, "podset/web")
+
+	// A token that the manager's metrics endpoint accepts: a ServiceAccount
+	// bound to tend-metrics-reader.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scraper"}}
+	mustCreate(t, sa)
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-scraper"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tend-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "scraper"}},
+	}
+	mustCreate(t, binding)
+	t.Cleanup(func() { _ = cluster.Client.Delete(ctx, binding) })
+	token := strings.TrimSpace(cluster.Kubectl(t, "create", "token", "-n", ns, "scraper"))
+
+	served := map[string]bool{}
+	var managers corev1.PodList
+	if err := cluster.Client.List(ctx, &managers, client.InNamespace(framework.OperatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/name": "tend", "app.kubernetes.io/component": "manager"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(managers.Items) != 1 || managers.Items[0].Status.PodIP == "" {
+		t.Fatalf("want one running manager pod, have %d", len(managers.Items))
+	}
+	// The state metrics are read from the cache at each scrape: wait until
+	// the backup's gauges are there.
+	var manager map[string]bool
+	cluster.WaitFor(t, time.Minute, "the manager to export the verified backup", func(_ context.Context) (bool, error) {
+		body, err := scrape("https://"+net.JoinHostPort(managers.Items[0].Status.PodIP, "8443")+"/metrics", token)
+		if err != nil {
+			return false, err
+		}
+		manager = dashboards.Families(body)
+		return manager["tend_etcdcluster_last_verified_backup_timestamp_seconds"], nil
+	})
+	maps.Copy(served, manager)
+	members, err := cluster.EtcdMemberPods(ctx, ns, "dash")
+	if err != nil || len(members) == 0 {
+		t.Fatalf("the members' pods: %d, %v", len(members), err)
+	}
+	body, err := scrape("http://"+net.JoinHostPort(members[0].Status.PodIP, "2381")+"/metrics", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(served, dashboards.Families(body))
+
+	for file, d := range boards {
+		for _, expr := range d.Exprs() {
+			for _, name := range dashboards.MetricNames(expr) {
+				if _, ok := dashboards.Family(name, served); ok {
+					continue
+				}
+				if why, ok := onlyWhileSomethingHappens[name]; ok {
+					t.Logf("%s: %s is not served now: %s", file, name, why)
+					continue
+				}
+				t.Errorf("%s queries %s, which neither the manager nor an etcd member serves (%s)", file, name, expr)
+			}
+		}
+	}
+	t.Logf("%d metric families served; %d dashboards checked", len(served), len(boards))
+}
+
+// scrape reads a /metrics endpoint, with a bearer token when given. The
+// manager's certificate is its own self-signed one.
+func scrape(url, token string) (string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the manager's self-signed serving certificate
+	}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return string(body), nil
+}

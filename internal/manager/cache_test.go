@@ -168,4 +168,3 @@ func watchedNamespaceOnly(t *testing.T, env *testenv.Env, cached client.Reader, 
 	g.Expect(env.Client.List(ctx, &pods, client.InNamespace(other))).To(Succeed())
 	g.Expect(pods.Items).To(BeEmpty())
 }
-

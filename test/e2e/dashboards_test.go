@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,13 +45,7 @@ func TestDashboardsNameServedMetrics(t *testing.T) {
 		t.Fatalf("loading config/grafana: %d dashboards, %v", len(boards), err)
 	}
 
-	mustCreate(t, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backups"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-		},
-	})
+	mustCreate(t, backupClaim(ns))
 	e := &etcdTest{EtcdCluster: &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dash"},
 		Spec: etcdv1alpha1.EtcdClusterSpec{Replicas: ptr.To[int32](3), Version: cluster.Settings.EtcdVersion,

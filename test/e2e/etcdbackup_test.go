@@ -54,13 +54,7 @@ func TestEtcdBackupAndRestore(t *testing.T) {
 	want := src.fill(t, backupKeys)
 
 	// One backup to S3, gzipped, and one to a volume, zstd; both verified.
-	claim := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backups"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
+	claim := backupClaim(ns)
 	mustCreate(t, claim)
 	toS3 := newBackup(ns, "to-s3", "src", etcdv1alpha1.BackupDestination{S3: s3Dest}, etcdv1alpha1.CompressionGzip)
 	toVolume := newBackup(ns, "to-volume", "src", etcdv1alpha1.BackupDestination{
@@ -281,6 +275,18 @@ func (e *etcdTest) checkHolds(t *testing.T, want map[string]string, sourceRevisi
 	}
 	if sourceRevision <= 0 || resp.Header.Revision <= sourceRevision {
 		t.Errorf("the restored cluster is at revision %d, want above the source's %d", resp.Header.Revision, sourceRevision)
+	}
+}
+
+// backupClaim is a volume claim named "backups" in ns, for backups to a
+// volume.
+func backupClaim(ns string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backups"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -640,13 +639,7 @@ func (e *etcdTest) revision(t *testing.T) int64 {
 // own, and waits until it is Complete and Verified.
 func (e *etcdTest) volumeBackup(t *testing.T, name string) *etcdv1alpha1.EtcdBackup {
 	t.Helper()
-	claim := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "backups"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
+	claim := backupClaim(e.Namespace)
 	mustCreate(t, claim)
 	b := newBackup(e.Namespace, name, e.Name, etcdv1alpha1.BackupDestination{
 		Volume: &etcdv1alpha1.VolumeLocation{ClaimName: claim.Name, Path: "etcd"},

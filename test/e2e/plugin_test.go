@@ -21,7 +21,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,13 +52,7 @@ func TestKubectlTend(t *testing.T) {
 	mask := masker(ns)
 
 	mustCreate(t, sleepers(ns, "web", 1, true))
-	mustCreate(t, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backups"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-		},
-	})
+	mustCreate(t, backupClaim(ns))
 	e := &etcdTest{EtcdCluster: &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
 		Spec: etcdv1alpha1.EtcdClusterSpec{

@@ -35,7 +35,10 @@ const (
 // scope is what the phases of one pass share.
 type scope struct {
 	cluster *etcdv1alpha1.EtcdCluster
-	now     time.Time
+	// before is the cluster as the pass read it: the base of its status
+	// write, and its resourceVersion the write's precondition.
+	before *etcdv1alpha1.EtcdCluster
+	now    time.Time
 	// tls is the client configuration of Tend's certificate;
 	// rootPassword is set when auth is on.
 	tls          *tls.Config
@@ -89,8 +92,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return ctrl.Result{}, err
 		}
 	}
-	s := &scope{cluster: c, now: r.Clock.Now()}
 	before := c.DeepCopy()
+	s := &scope{cluster: c, before: before, now: r.Clock.Now()}
 	defer func() {
 		if s.released {
 			return // the finalizer is off: the cluster is gone or going

@@ -64,3 +64,51 @@ func TestAGoneClusterIsForgotten(t *testing.T) {
 	g.Expect(looked).To(BeFalse())
 	g.Expect(r.rolls.acquire(types.NamespacedName{Namespace: "other", Name: "kv"}, 1)).To(BeTrue(), "the slot is free again")
 }
+
+// TestALeaderMoveIsRecordedWhateverTheStatusWrite: a pass that read a
+// cluster older than the last status write (its write would conflict) and
+// moved the leadership records the move on the live status, counted from
+// the live count, and its own status write then succeeds on top of it. A
+// pure test: the fake client holds the live object apart from the pass's
+// stale copy.
+func TestALeaderMoveIsRecordedWhateverTheStatusWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv"}}
+	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(c).WithStatusSubresource(c).Build()
+	r := &Reconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0)}
+
+	// The pass's read: a roll at revision "r2" with no move yet.
+	stale := &etcdv1alpha1.EtcdCluster{}
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(c), stale)).To(Succeed())
+	stale.Status.Update = &etcdv1alpha1.UpdateStatus{Revision: "r2", PendingMembers: []string{"kv-0", "kv-1"}}
+	g.Expect(cl.Status().Update(ctx, stale)).To(Succeed())
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(c), stale)).To(Succeed())
+	// A write the pass's read does not show: one move already made.
+	live := stale.DeepCopy()
+	live.Status.Update.LeaderMoves = 1
+	g.Expect(cl.Status().Update(ctx, live)).To(Succeed())
+
+	s := &scope{cluster: stale, before: stale.DeepCopy(), now: t0}
+	u := stale.Status.Update.DeepCopy()
+	u.PendingMembers = []string{"kv-1"}
+	g.Expect(r.recordLeaderMove(ctx, s, u)).To(Succeed())
+	g.Expect(u.LeaderMoves).To(Equal(int32(2)), "counted from the live status")
+	got := &etcdv1alpha1.EtcdCluster{}
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	g.Expect(got.Status.Update.LeaderMoves).To(Equal(int32(2)))
+
+	// The pass's status write goes on top of what it recorded.
+	s.cluster.Status.Update = u
+	g.Expect(r.patchStatus(ctx, s.before, s.cluster)).To(Succeed())
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	g.Expect(got.Status.Update.LeaderMoves).To(Equal(int32(2)))
+	g.Expect(got.Status.Update.PendingMembers).To(Equal([]string{"kv-1"}))
+
+	// A roll the live status does not hold yet starts its count at one.
+	fresh := &etcdv1alpha1.UpdateStatus{Revision: "r3"}
+	g.Expect(cl.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	s = &scope{cluster: got, before: got.DeepCopy(), now: t0}
+	g.Expect(r.recordLeaderMove(ctx, s, fresh)).To(Succeed())
+	g.Expect(fresh.LeaderMoves).To(Equal(int32(1)))
+}

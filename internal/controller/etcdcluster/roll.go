@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -153,9 +154,43 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		if err := cli.MoveLeader(moveCtx, action.to); err != nil {
 			return fmt.Errorf("%s: %w", action.message, err)
 		}
-		u.LeaderMoves++
 		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "%s", action.message)
+		if err := r.recordLeaderMove(ctx, s, u); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// recordLeaderMove counts the leadership move just made in the live
+// status at once, rather than in the pass's status write at the end: that
+// write fails with a conflict when the cache had not seen the last one,
+// and the move has happened whatever it does. The pass then writes its
+// status on top of the live object it read.
+func (r *Reconciler) recordLeaderMove(ctx context.Context, s *scope, u *etcdv1alpha1.UpdateStatus) error {
+	key := client.ObjectKeyFromObject(s.cluster)
+	var live *etcdv1alpha1.EtcdCluster
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live = &etcdv1alpha1.EtcdCluster{}
+		if err := r.APIReader.Get(ctx, key, live); err != nil {
+			return err
+		}
+		base := live.DeepCopy()
+		moves := int32(1)
+		if lu := live.Status.Update; lu != nil && lu.Revision == u.Revision {
+			moves = lu.LeaderMoves + 1
+		} else {
+			live.Status.Update = u.DeepCopy()
+		}
+		live.Status.Update.LeaderMoves = moves
+		return r.Status().Patch(ctx, live, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
+		return fmt.Errorf("recording the leader move in the status: %w", err)
+	}
+	u.LeaderMoves = live.Status.Update.LeaderMoves
+	s.cluster.ResourceVersion, s.before.ResourceVersion = live.ResourceVersion, live.ResourceVersion
+	s.cluster.Status, s.before.Status = *live.Status.DeepCopy(), *live.Status.DeepCopy()
 	return nil
 }
 

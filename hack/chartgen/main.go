@@ -4,9 +4,10 @@
 // with values where an installation differs. `make manifests` runs it
 // (hack/chart.sh); `make verify` fails when its output is not committed.
 //
-//	go run ./hack/chartgen -default FILE -prometheus FILE -out dist/chart/templates/generated
+//	go run ./hack/chartgen -default FILE -prometheus FILE [-grafana FILE] -out dist/chart/templates/generated
 //
-// FILE is the output of `kubectl kustomize` of each directory.
+// FILE is the output of `kubectl kustomize` of each directory. -grafana is
+// optional: without config/grafana the chart has no dashboards.
 package main
 
 import (
@@ -31,15 +32,16 @@ const namespace = "tend-system"
 func main() {
 	def := flag.String("default", "", "kubectl kustomize config/default")
 	prom := flag.String("prometheus", "", "kubectl kustomize config/prometheus")
+	grafana := flag.String("grafana", "", "kubectl kustomize config/grafana (optional)")
 	out := flag.String("out", "", "the directory of generated templates; its files are replaced")
 	flag.Parse()
-	if err := run(*def, *prom, *out); err != nil {
+	if err := run(*def, *prom, *grafana, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "chartgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(defFile, promFile, out string) error {
+func run(defFile, promFile, grafanaFile, out string) error {
 	if defFile == "" || promFile == "" || out == "" {
 		return errors.New("-default, -prometheus and -out are required")
 	}
@@ -72,6 +74,22 @@ func run(defFile, promFile, out string) error {
 			return err
 		}
 		files[fileName(obj)] = fmt.Sprintf("{{- if .Values.monitoring.%s }}\n%s{{- end }}\n", value, body)
+	}
+	if grafanaFile != "" {
+		dashboards, err := readObjects(grafanaFile)
+		if err != nil {
+			return err
+		}
+		for _, obj := range dashboards {
+			if obj["kind"] != "ConfigMap" {
+				return fmt.Errorf("config/grafana has a %v, which the chart does not know", obj["kind"])
+			}
+			body, err := render(obj)
+			if err != nil {
+				return err
+			}
+			files[fileName(obj)] = "{{- if .Values.dashboards.enabled }}\n" + body + "{{- end }}\n"
+		}
 	}
 	if err := os.RemoveAll(out); err != nil {
 		return err
@@ -151,20 +169,23 @@ func templateOf(obj map[string]any) (string, string, error) {
 		// Helm installs into the release's namespace (--create-namespace).
 		return "", "", nil
 	case "CustomResourceDefinition":
+		// The CRDs are templates rather than files in crds/, because Helm
+		// installs crds/ once and never upgrades them, and a new API
+		// version needs its CRD upgraded. helm.sh/resource-policy: keep
+		// makes helm uninstall leave them, always: deleting a CRD deletes
+		// every object of it, and with the manager gone its finalizers
+		// would hold the deletion forever.
 		annotations, _ := meta["annotations"].(map[string]any)
 		if annotations == nil {
 			annotations = map[string]any{}
 			meta["annotations"] = annotations
 		}
-		annotations["@@KEEP@@"] = "@@KEEP@@"
+		annotations["helm.sh/resource-policy"] = "keep"
 		annotations["@@INJECT@@"] = "@@INJECT@@"
 		text, err := render(obj)
 		if err != nil {
 			return "", "", err
 		}
-		text = replaceLine(text, "@@KEEP@@", `{{- if .Values.crds.keep }}
-helm.sh/resource-policy: keep
-{{- end }}`)
 		inject := ""
 		if spec, _ := obj["spec"].(map[string]any); spec["conversion"] != nil {
 			// With cert-manager, its cainjector writes the CA into the

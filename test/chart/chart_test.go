@@ -135,6 +135,9 @@ func TestValuesFiles(t *testing.T) {
 					t.Errorf("%s is rendered by default", key)
 				}
 			}
+			if n := len(dashboardConfigMaps(objs)); n != 0 {
+				t.Errorf("%d dashboard ConfigMaps are rendered by default", n)
+			}
 		},
 		"monitoring-values.yaml": func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 			for _, key := range []string{"ServiceMonitor/tend-controller-manager", "PodMonitor/tend-etcd-members", "PrometheusRule/tend-rules"} {
@@ -146,6 +149,7 @@ func TestValuesFiles(t *testing.T) {
 			if !strings.Contains(rules, "{{ $labels.namespace }}") {
 				t.Errorf("the PrometheusRule lost its alert templates: %s", rules)
 			}
+			checkDashboards(t, dashboardConfigMaps(objs))
 		},
 		"cert-manager-values.yaml": func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 			if objs["Certificate/tend-serving-cert"] == nil || objs["Issuer/tend-selfsigned"] == nil {
@@ -183,8 +187,10 @@ func TestValuesFiles(t *testing.T) {
 			if objs["Issuer/tend-selfsigned"] != nil {
 				t.Error("a self-signed Issuer beside the issuerRef given")
 			}
-			if ann := objs["CustomResourceDefinition/queues.sqs.tend.dev"].GetAnnotations(); ann["helm.sh/resource-policy"] != "" {
-				t.Error("crds.keep false still keeps the CRDs")
+			for key := range objs {
+				if strings.HasPrefix(key, "CustomResourceDefinition/") {
+					t.Errorf("crds.install false still renders %s", key)
+				}
 			}
 		},
 	}
@@ -219,6 +225,50 @@ func wantArgs(t *testing.T, objs map[string]*unstructured.Unstructured, want ...
 	for _, w := range want {
 		if !slices.Contains(args, w) {
 			t.Errorf("the manager's args %v lack %s", args, w)
+		}
+	}
+}
+
+// dashboardConfigMaps are the rendered ConfigMaps that Grafana's sidecar loads.
+func dashboardConfigMaps(objs map[string]*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, obj := range objs {
+		if obj.GetKind() == "ConfigMap" && obj.GetLabels()["grafana_dashboard"] == "1" {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// checkDashboards checks that the chart carries each dashboard of
+// config/grafana byte for byte (the braces of Grafana's legends survive
+// Helm's templating); without config/grafana it expects none.
+func checkDashboards(t *testing.T, cms []*unstructured.Unstructured) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root(t), "config/grafana/*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, cm := range cms {
+		if cm.GetNamespace() != "tend-system" {
+			t.Errorf("ConfigMap %s is in namespace %q, want the release's", cm.GetName(), cm.GetNamespace())
+		}
+		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+		for k, v := range data {
+			got[k] = v
+		}
+	}
+	if len(got) != len(files) {
+		t.Errorf("the chart renders %d dashboards, config/grafana has %d", len(got), len(files))
+	}
+	for _, f := range files {
+		want, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[filepath.Base(f)] != string(want) {
+			t.Errorf("the chart's %s differs from config/grafana's", filepath.Base(f))
 		}
 	}
 }

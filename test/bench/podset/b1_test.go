@@ -36,6 +36,9 @@ func BenchmarkB1(b *testing.B) {
 	}
 	for _, tc := range cases {
 		tc.shape.pods = max(1, int(float64(tc.shape.pods)**flagB1Scale))
+		if *flagB1Workers > 0 {
+			tc.budget.workers = *flagB1Workers
+		}
 		b.Run(tc.shape.String()+"/"+tc.budget.name, func(b *testing.B) {
 			r := getRig(b)
 			var samples []b1Sample

@@ -53,7 +53,8 @@
 //     is the median with the range, a ratio the median (with the range) of
 //     each sample's own ratio, and a goal is judged on the median.
 //     -profile=DIR writes CPU profiles of the apiserver and of tend per
-//     phase (-profile.seconds from the sets' creation).
+//     phase, and tend's allocations (-profile.seconds from the sets'
+//     creation).
 //   - BenchmarkB3: 20 sets × 50 pods at size, 5 workers, no client limit;
 //     for 10 s, status writes at 100 a second flip random Running pods'
 //     Ready condition and fail one pod in ten (phase Failed), which the

@@ -18,6 +18,7 @@ var (
 	flagB1Full     = flag.Bool("b1.full", false, "B1: also run 100 sets × 100 at the equal budget (QPS 20 takes ≥ 500 s per controller)")
 	flagB1Samples  = flag.Int("b1.samples", 3, "B1: samples per case (each: raw, PodSet, ReplicaSet); cells print median (min–max)")
 	flagB1Scale    = flag.Float64("b1.scale", 1, "B1: multiplies the pods per set, for a quick run (0.1: 1 × 100 and 100 × 10)")
+	flagB1Workers  = flag.Int("b1.workers", 0, "B1: workers of both controllers instead of 5, kube-controller-manager's default (to see what concurrency bounds)")
 	flagRawWorkers = flag.Int("raw.workers", 128, "B1: concurrent creates of the raw client")
 	flagRawPods    = flag.Int("raw.pods", 3000, "B1: the most pods the raw client creates to measure its rate")
 	flagB3Sets     = flag.Int("b3.sets", 20, "B3: sets churned")

@@ -164,7 +164,8 @@ func (r *rig) warmUp(b *testing.B, c *controller) error {
 // profile starts, with -profile, CPU profiles of the apiserver and of c
 // (tend only: kube-controller-manager serves nothing here) for
 // -profile.seconds, written to the -profile directory as
-// <phase>-<kind>-apiserver.pprof and <phase>-<kind>-tend.pprof. The
+// <phase>-<kind>-apiserver.pprof and <phase>-<kind>-tend.pprof, with
+// tend's allocations in the window as <phase>-<kind>-tend-allocs.pprof. The
 // returned function waits for them.
 func (r *rig) profile(ctx context.Context, c *controller, phase string) func() error {
 	if *flagProfile == "" {
@@ -188,6 +189,14 @@ func (r *rig) profile(ctx context.Context, c *controller, phase string) func() e
 				return fmt.Errorf("profiling tend: %w", err)
 			}
 			return os.WriteFile(prefix+"-tend.pprof", []byte(raw), 0o644)
+		})
+		// What tend allocated in the same window, for its GC's share.
+		g.Go(func() error {
+			raw, err := loopback.Get(c.pprof + "/debug/pprof/allocs?seconds=" + secs)
+			if err != nil {
+				return fmt.Errorf("profiling tend's allocations: %w", err)
+			}
+			return os.WriteFile(prefix+"-tend-allocs.pprof", []byte(raw), 0o644)
 		})
 	}
 	return g.Wait

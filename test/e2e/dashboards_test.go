@@ -82,18 +82,22 @@ func TestDashboardsNameServedMetrics(t *testing.T) {
 		t.Fatalf("want one running manager pod, have %d", len(managers.Items))
 	}
 	managerURL := "https://" + net.JoinHostPort(managers.Items[0].Status.PodIP, "8443") + "/metrics"
-	// The state metrics are read from the cache at each scrape: wait until
-	// the backup's gauges are there.
-	var manager map[string]bool
-	cluster.WaitFor(t, time.Minute, "the manager to export the verified backup", func(_ context.Context) (bool, error) {
-		body, err := scrape(managerURL, token)
-		if err != nil {
-			return false, err
-		}
-		manager = dashboards.Families(body)
-		return manager["tend_etcdcluster_last_verified_backup_timestamp_seconds"], nil
-	})
-	maps.Copy(served, manager)
+	// The state metrics are read from the cache at each scrape: scrape
+	// until the manager serves the family, and keep what it served.
+	scrapeManagerFor := func(timeout time.Duration, family string) {
+		t.Helper()
+		var manager map[string]bool
+		cluster.WaitFor(t, timeout, "the manager to export "+family, func(_ context.Context) (bool, error) {
+			body, err := scrape(managerURL, token)
+			if err != nil {
+				return false, err
+			}
+			manager = dashboards.Families(body)
+			return manager[family], nil
+		})
+		maps.Copy(served, manager)
+	}
+	scrapeManagerFor(time.Minute, "tend_etcdcluster_last_verified_backup_timestamp_seconds")
 	// A member's own metrics, before the roll below restarts it.
 	members, err := cluster.EtcdMemberPods(ctx, ns, "dash")
 	if err != nil || len(members) == 0 {
@@ -110,15 +114,7 @@ func TestDashboardsNameServedMetrics(t *testing.T) {
 	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) {
 		s.PodTemplate.Annotations = map[string]string{"e2e.tend.dev/roll": "dashboards"}
 	})
-	cluster.WaitFor(t, 2*time.Minute, "the manager to export the roll", func(_ context.Context) (bool, error) {
-		body, err := scrape(managerURL, token)
-		if err != nil {
-			return false, err
-		}
-		manager = dashboards.Families(body)
-		return manager["tend_etcdcluster_roll_members"], nil
-	})
-	maps.Copy(served, manager)
+	scrapeManagerFor(2*time.Minute, "tend_etcdcluster_roll_members")
 
 	checked := map[string]bool{}
 	for file, d := range boards {

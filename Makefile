@@ -16,10 +16,8 @@ KUBECTL = $$($(TOOLCHAIN) kubectl)
 
 GO_TEST_FLAGS ?= -race -count=1
 # The e2e tests run against the local cluster; the bound is for a cold
-# machine, where they build the node's images first. They spend most of
-# their time waiting for pods and etcd, so four run at a time, not
-# GOMAXPROCS (2 here): the stage took 542 s instead of 874 s.
-E2E_TEST_FLAGS ?= -count=1 -timeout 60m -parallel 4
+# machine, where they build the node's images first.
+E2E_TEST_FLAGS ?= -count=1 -timeout 60m
 # The local cluster (hack/cluster, docs/cluster.md) is the default cluster.
 LOCAL_KUBECONFIG := /var/lib/tend-cluster/kubeconfig
 KUBECONFIG ?= $(LOCAL_KUBECONFIG)

@@ -10,13 +10,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$kubectl" kustomize config/default >"$tmp/default.yaml"
 "$kubectl" kustomize config/prometheus >"$tmp/prometheus.yaml"
-# The Grafana dashboards are optional: the chart renders them when config/grafana exists.
-grafana=()
-if [[ -f config/grafana/kustomization.yaml ]]; then
-	"$kubectl" kustomize config/grafana >"$tmp/grafana.yaml"
-	grafana=(-grafana "$tmp/grafana.yaml")
-fi
-go run ./hack/chartgen -default "$tmp/default.yaml" -prometheus "$tmp/prometheus.yaml" "${grafana[@]}" \
+"$kubectl" kustomize config/grafana >"$tmp/grafana.yaml"
+go run ./hack/chartgen -default "$tmp/default.yaml" -prometheus "$tmp/prometheus.yaml" -grafana "$tmp/grafana.yaml" \
 	-out dist/chart/templates/generated
 {
 	echo "# Tend, as kubectl apply -k config/default installs it: kubectl apply --server-side -f dist/install.yaml"

@@ -4,10 +4,9 @@
 // with values where an installation differs. `make manifests` runs it
 // (hack/chart.sh); `make verify` fails when its output is not committed.
 //
-//	go run ./hack/chartgen -default FILE -prometheus FILE [-grafana FILE] -out dist/chart/templates/generated
+//	go run ./hack/chartgen -default FILE -prometheus FILE -grafana FILE -out dist/chart/templates/generated
 //
-// FILE is the output of `kubectl kustomize` of each directory. -grafana is
-// optional: without config/grafana the chart has no dashboards.
+// FILE is the output of `kubectl kustomize` of each directory.
 package main
 
 import (
@@ -32,7 +31,7 @@ const namespace = "tend-system"
 func main() {
 	def := flag.String("default", "", "kubectl kustomize config/default")
 	prom := flag.String("prometheus", "", "kubectl kustomize config/prometheus")
-	grafana := flag.String("grafana", "", "kubectl kustomize config/grafana (optional)")
+	grafana := flag.String("grafana", "", "kubectl kustomize config/grafana")
 	out := flag.String("out", "", "the directory of generated templates; its files are replaced")
 	flag.Parse()
 	if err := run(*def, *prom, *grafana, *out); err != nil {
@@ -42,8 +41,8 @@ func main() {
 }
 
 func run(defFile, promFile, grafanaFile, out string) error {
-	if defFile == "" || promFile == "" || out == "" {
-		return errors.New("-default, -prometheus and -out are required")
+	if defFile == "" || promFile == "" || grafanaFile == "" || out == "" {
+		return errors.New("-default, -prometheus, -grafana and -out are required")
 	}
 	files := map[string]string{}
 	def, err := readObjects(defFile)
@@ -59,37 +58,11 @@ func run(defFile, promFile, grafanaFile, out string) error {
 			files[name] = text
 		}
 	}
-	prom, err := readObjects(promFile)
-	if err != nil {
+	if err := addOptional(files, promFile, "config/prometheus", monitoringValues); err != nil {
 		return err
 	}
-	for _, obj := range prom {
-		kind := obj["kind"].(string)
-		value, ok := monitoringValues[kind]
-		if !ok {
-			return fmt.Errorf("config/prometheus has a %s, which the chart does not know", kind)
-		}
-		body, err := render(obj)
-		if err != nil {
-			return err
-		}
-		files[fileName(obj)] = fmt.Sprintf("{{- if .Values.monitoring.%s }}\n%s{{- end }}\n", value, body)
-	}
-	if grafanaFile != "" {
-		dashboards, err := readObjects(grafanaFile)
-		if err != nil {
-			return err
-		}
-		for _, obj := range dashboards {
-			if obj["kind"] != "ConfigMap" {
-				return fmt.Errorf("config/grafana has a %v, which the chart does not know", obj["kind"])
-			}
-			body, err := render(obj)
-			if err != nil {
-				return err
-			}
-			files[fileName(obj)] = "{{- if .Values.dashboards.enabled }}\n" + body + "{{- end }}\n"
-		}
+	if err := addOptional(files, grafanaFile, "config/grafana", dashboardValues); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(out); err != nil {
 		return err
@@ -111,11 +84,36 @@ func run(defFile, promFile, grafanaFile, out string) error {
 	return nil
 }
 
+// addOptional adds the objects of file, the output of kustomizing dir, each
+// inside {{- if .Values.X }}, X being the value that values gives for its
+// kind.
+func addOptional(files map[string]string, file, dir string, values map[string]string) error {
+	objs, err := readObjects(file)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		value, ok := values[fmt.Sprint(obj["kind"])]
+		if !ok {
+			return fmt.Errorf("%s has a %v, which the chart does not know", dir, obj["kind"])
+		}
+		body, err := render(obj)
+		if err != nil {
+			return err
+		}
+		files[fileName(obj)] = fmt.Sprintf("{{- if .Values.%s }}\n%s{{- end }}\n", value, body)
+	}
+	return nil
+}
+
+// dashboardValues turn the Grafana dashboards' ConfigMaps on.
+var dashboardValues = map[string]string{"ConfigMap": "dashboards.enabled"}
+
 // monitoringValues are the values that turn each monitoring object on.
 var monitoringValues = map[string]string{
-	"ServiceMonitor": "serviceMonitor",
-	"PodMonitor":     "podMonitor",
-	"PrometheusRule": "prometheusRule",
+	"ServiceMonitor": "monitoring.serviceMonitor",
+	"PodMonitor":     "monitoring.podMonitor",
+	"PrometheusRule": "monitoring.prometheusRule",
 }
 
 func readObjects(path string) ([]map[string]any, error) {

@@ -242,7 +242,7 @@ func dashboardConfigMaps(objs map[string]*unstructured.Unstructured) []*unstruct
 
 // checkDashboards checks that the chart carries each dashboard of
 // config/grafana byte for byte (the braces of Grafana's legends survive
-// Helm's templating); without config/grafana it expects none.
+// Helm's templating).
 func checkDashboards(t *testing.T, cms []*unstructured.Unstructured) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(root(t), "config/grafana/*.json"))

@@ -117,18 +117,23 @@ func (d *Dashboard) Exprs() []string {
 
 // Words that stand where a metric name could but are not one: PromQL's
 // keywords, and its aggregations, which may come before by (...).
-var keywords = []string{
-	"and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right",
+var keywords = append([]string{
+	"and", "or", "unless",
 	"bool", "offset", "atan2", "inf", "nan",
 	"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
 	"bottomk", "topk", "quantile", "limitk", "limit_ratio",
-}
+}, labelLists...)
+
+// labelLists are the keywords followed by a list of label names:
+// by (a, b), on (a), group_left (c).
+var labelLists = []string{"by", "without", "on", "ignoring", "group_left", "group_right"}
 
 // MetricNames returns the metric names that a panel's PromQL expression,
 // or a query variable's label_values(selector, label) or query_result(expr),
 // selects, sorted and without duplicates. It is a tokenizer, not a parser
 // (Prometheus' own parser would add Prometheus' module to go.mod, and with
-// it the checksums of the cloud SDKs its tests use): it skips strings, numbers, durations, label matchers in {...}, ranges in
+// it the checksums of the cloud SDKs its tests use): it skips strings,
+// numbers, durations, label matchers in {...}, ranges in
 // [...], the label lists of by, without, on, ignoring, group_left and
 // group_right, function names (a word before "("), keywords and Grafana
 // variables. It fails on an unterminated string, unbalanced brackets or a
@@ -216,7 +221,7 @@ func MetricNames(query string) ([]string, error) {
 			case inside || labels >= 0:
 				// A label name in {...}, a range in [...], or a label in a
 				// by (...) list.
-			case slices.Contains([]string{"by", "without", "on", "ignoring", "group_left", "group_right"}, lower):
+			case slices.Contains(labelLists, lower):
 				if j < len(s) && s[j] == '(' {
 					labels = len(open)
 					open = append(open, '(')

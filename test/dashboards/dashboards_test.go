@@ -78,11 +78,13 @@ func configGrafana(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "config", "grafana")
 }
 
+var variableUse = regexp.MustCompile(`\$\{?(\w+)`)
+
 // usedVariables are the template variables a query uses, without Grafana's
 // built-in ones ($__rate_interval and the like).
 func usedVariables(query string) []string {
 	var out []string
-	for _, m := range regexp.MustCompile(`\$\{?(\w+)`).FindAllStringSubmatch(query, -1) {
+	for _, m := range variableUse.FindAllStringSubmatch(query, -1) {
 		if !strings.HasPrefix(m[1], "__") {
 			out = append(out, m[1])
 		}

@@ -743,14 +743,15 @@ func (e *etcdTest) waitEventsOf(t *testing.T, kind, name string, texts ...string
 		if err := cluster.Client.List(ctx, &list, client.InNamespace(e.Namespace)); err != nil {
 			return false, err
 		}
-		var seen []string
+		var seen, messages []string
 		for _, ev := range list.Items {
 			if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name {
 				seen = append(seen, fmt.Sprintf("%s %s: %s", ev.Type, ev.Reason, ev.Message))
+				messages = append(messages, ev.Message)
 			}
 		}
 		for _, text := range texts {
-			if !slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, text) }) {
+			if !slices.ContainsFunc(messages, func(m string) bool { return strings.Contains(m, text) }) {
 				return false, fmt.Errorf("none mentions %q; its Events are %v", text, seen)
 			}
 		}

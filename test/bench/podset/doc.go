@@ -52,6 +52,8 @@
 //     samples (-b1.samples), each raw, PodSet, ReplicaSet in turn; a cell
 //     is the median with the range, a ratio the median (with the range) of
 //     each sample's own ratio, and a goal is judged on the median.
+//     -b1.workers=N gives both controllers N workers instead of 5, to see
+//     what concurrency bounds (it departs from the equal default budget).
 //     -profile=DIR writes CPU profiles of the apiserver and of tend per
 //     phase, and tend's allocations (-profile.seconds from the sets'
 //     creation).

@@ -242,7 +242,7 @@ func TestBackupFailures(t *testing.T) {
 // TestBackupSnapshotCut shows that a backup whose member dies while it
 // streams the snapshot stores nothing: the store never sees the end of
 // the stream, so the file is never renamed into place and the upload is
-// never completed.
+// never completed, but aborted: no part stays.
 func TestBackupSnapshotCut(t *testing.T) {
 	t.Parallel()
 	bucket := newBucket(t)
@@ -276,6 +276,7 @@ func TestBackupSnapshotCut(t *testing.T) {
 			if dest == "s3" {
 				_, err := s3Client(t).HeadObject(stepCtx(t), headInput(Location{Bucket: bucket, Key: "cut.db"}))
 				g.Expect(err).To(HaveOccurred(), "no object after a cut snapshot")
+				g.Expect(multipartUploads(t, s3Client(t), bucket)).To(BeEmpty(), "no parts after a cut snapshot")
 				return
 			}
 			entries, err := os.ReadDir(dir)

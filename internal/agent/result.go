@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -193,18 +194,46 @@ func (r Result) Failed(err error) Result {
 const maxMessage = 4096
 
 // Encode renders r for the termination message, shortening the error so
-// that the whole fits in the kubelet's 4096 bytes.
+// that the whole, as encoded, fits in the kubelet's 4096 bytes: the error
+// is cut on a character boundary and ends with "…". Its size is measured
+// after JSON escaped it, where one character may take 6 bytes (\u003c for
+// '<', \ufffd for a byte that is not UTF-8); a cut inside a character
+// would grow, and the kubelet would cut the message where ParseResult
+// cannot read it.
 func (r Result) Encode() ([]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encoding the result: %w", err)
 	}
-	if over := len(b) - maxMessage; over > 0 {
-		if over+len("…") > len(r.Error) {
-			return nil, fmt.Errorf("the result is %d bytes, over the %d of a termination message", len(b), maxMessage)
+	if len(b) <= maxMessage {
+		return b, nil
+	}
+	full := r.Error
+	// The offsets where the error's characters start, and its end.
+	var cuts []int
+	for i := range full {
+		cuts = append(cuts, i)
+	}
+	cuts = append(cuts, len(full))
+	// encoded renders r with the first n characters of its error.
+	var encErr error
+	encoded := func(n int) []byte {
+		r.Error = full[:cuts[n]] + "…"
+		b, err := json.Marshal(r)
+		if err != nil {
+			encErr = fmt.Errorf("encoding the result: %w", err)
 		}
-		r.Error = r.Error[:len(r.Error)-over-len("…")] + "…"
-		return json.Marshal(r)
+		return b
+	}
+	if b := encoded(0); encErr == nil && len(b) > maxMessage {
+		return nil, fmt.Errorf("the result is %d bytes with no more of its error than \"…\", over the %d of a termination message", len(b), maxMessage)
+	}
+	// The encoded size grows with the characters kept: keep the most that
+	// fit. The whole error did not fit, so fewer than all of them do.
+	n := sort.Search(len(cuts), func(n int) bool { return len(encoded(n)) > maxMessage }) - 1
+	b = encoded(n)
+	if encErr != nil {
+		return nil, encErr
 	}
 	return b, nil
 }

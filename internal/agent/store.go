@@ -107,7 +107,8 @@ type upload interface {
 	// version. Call it once the whole artifact was written without error.
 	commit(meta fileMeta) (string, error)
 	// abort drops what was written, because of cause, and returns the
-	// store's own error when the store failed first, nil otherwise.
+	// store's own error when the store failed first or could not drop
+	// it, nil otherwise.
 	abort(cause error) error
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
@@ -42,7 +43,9 @@ func (s *s3Store) stat(ctx context.Context) (stored, error) {
 // on the same ETag when there was one of the owner, so that an object that
 // someone wrote in the meantime is never replaced; the store then refuses
 // the upload with PreconditionFailed, and a retry finds out whose it is. A
-// failed multipart upload is aborted.
+// failed multipart upload is aborted here, not by the SDK: the SDK aborts
+// with the upload's context, which a SIGTERM or the deadline has ended, and
+// the parts would stay, billed and out of sight of any listing of objects.
 func (s *s3Store) create(ctx context.Context, owner string, prev stored) (upload, error) {
 	pr, pw := io.Pipe()
 	in := &s3.PutObjectInput{
@@ -64,6 +67,7 @@ func (s *s3Store) create(ctx context.Context, owner string, prev stored) (upload
 	uploader := manager.NewUploader(s.client, func(u *manager.Uploader) {
 		u.PartSize = s.partSize
 		u.Concurrency = s.concurrency
+		u.LeavePartsOnError = true // abortMultipart drops them
 	})
 	u := &s3Upload{pw: pw, done: make(chan struct{})}
 	go func() {
@@ -71,6 +75,15 @@ func (s *s3Store) create(ctx context.Context, owner string, prev stored) (upload
 		out, err := uploader.Upload(ctx, in) //nolint:staticcheck // SA1019, as NewUploader.
 		if err != nil {
 			u.err = s.explain("uploading to", err)
+			var failed manager.MultiUploadFailure
+			if errors.As(err, &failed) && failed.UploadID() != "" {
+				if abortErr := s.abortMultipart(ctx, failed.UploadID()); abortErr != nil {
+					// Whether a retry can help is the upload's failure's
+					// call, not the cleanup's: %v, not %w.
+					u.err = fmt.Errorf("%w; and its parts stay in the bucket until the upload is aborted (aws s3api abort-multipart-upload): %v", u.err, abortErr)
+					u.partsLeft = true
+				}
+			}
 			// The writer sees why the store stopped reading.
 			_ = pr.CloseWithError(u.err)
 			return
@@ -86,6 +99,9 @@ type s3Upload struct {
 	done chan struct{}
 	etag string // set before done is closed
 	err  error  // set before done is closed
+	// partsLeft is true when the failed upload's parts could not be
+	// aborted; set before done is closed.
+	partsLeft bool
 }
 
 func (u *s3Upload) Write(p []byte) (int, error) { return u.pw.Write(p) }
@@ -99,10 +115,30 @@ func (u *s3Upload) commit(fileMeta) (string, error) {
 func (u *s3Upload) abort(cause error) error {
 	_ = u.pw.CloseWithError(cause)
 	<-u.done
-	if u.err != nil && !errors.Is(u.err, cause) {
+	if u.err != nil && (!errors.Is(u.err, cause) || u.partsLeft) {
 		return u.err
 	}
 	return nil
+}
+
+// abortTimeout bounds the abort of a failed multipart upload, which runs
+// after the step's context ended: well within the 30s that a pod has
+// between SIGTERM and SIGKILL.
+const abortTimeout = 20 * time.Second
+
+// abortMultipart aborts the multipart upload id of the object, with a
+// context of its own: the upload's may have ended, and with it the
+// upload. An upload that is not there (completed, or aborted already)
+// counts as aborted.
+func (s *s3Store) abortMultipart(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.loc.Bucket, Key: &s.loc.Key, UploadId: &id})
+	var apiErr smithy.APIError
+	if err == nil || (errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchUpload") || aws.Classify(err) == aws.NotFound {
+		return nil
+	}
+	return fmt.Errorf("aborting the multipart upload %s of %s: %w", id, s.loc, err)
 }
 
 func (s *s3Store) open(ctx context.Context, version string) (io.ReadCloser, int64, error) {

@@ -37,8 +37,9 @@ const backupJobSuffix = "-backup"
 // created; or the deleted backup and its object are gone. A snapshot Job
 // made twice for one backup (which would overwrite a backup already
 // reported) is a duplicate. At the end, with the schedule deleted, every
-// object in the bucket is the file of a backup that exists (orphans), and
-// every acknowledged write reads back.
+// object in the bucket is the file of a backup that exists, and no
+// multipart upload is left open in it (orphans); and every acknowledged
+// write reads back.
 func TestEtcdBackupManagerKills(t *testing.T) {
 	r := scenario(t, "EtcdBackup and schedule, manager SIGKILL")
 	ctx := t.Context()
@@ -146,7 +147,7 @@ func TestEtcdBackupManagerKills(t *testing.T) {
 	orphans := orphanObjects(t, s3c, dest.Bucket, kept)
 	r.Orphans = len(orphans)
 	if len(orphans) > 0 {
-		t.Errorf("objects in bucket %s of no EtcdBackup: %v", dest.Bucket, orphans)
+		t.Errorf("objects and open multipart uploads in bucket %s of no EtcdBackup: %v", dest.Bucket, orphans)
 	}
 	for name, n := range jobs.counts() {
 		if strings.HasSuffix(name, backupJobSuffix) && n > 1 {
@@ -222,7 +223,9 @@ func waitBackupGone(t *testing.T, s3c *s3.Client, b *etcdv1alpha1.EtcdBackup) {
 }
 
 // orphanObjects lists the objects in bucket that are no file of a kept
-// backup.
+// backup, and the multipart uploads left open in it: parts that a backup
+// neither completed nor aborted, which S3 keeps and bills and no listing
+// of objects shows.
 func orphanObjects(t *testing.T, s3c *s3.Client, bucket string, kept []*etcdv1alpha1.EtcdBackup) []string {
 	t.Helper()
 	var want []string
@@ -238,6 +241,13 @@ func orphanObjects(t *testing.T, s3c *s3.Client, bucket string, kept []*etcdv1al
 		if uri := "s3://" + bucket + "/" + *o.Key; !slices.Contains(want, uri) {
 			orphans = append(orphans, uri)
 		}
+	}
+	uploads, err := s3c.ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: &bucket})
+	if err != nil {
+		t.Fatalf("listing the multipart uploads of bucket %s: %v", bucket, err)
+	}
+	for _, u := range uploads.Uploads {
+		orphans = append(orphans, fmt.Sprintf("s3://%s/%s (multipart upload %s, open)", bucket, *u.Key, *u.UploadId))
 	}
 	return orphans
 }

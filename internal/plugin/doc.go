@@ -5,5 +5,7 @@
 // Commands that act only create, patch or annotate Tend's resources and
 // leave the work to the operator; the plugin never talks to etcd, S3 or SQS
 // and never changes an object the operator owns. It reads Secrets only in
-// `report`, and redacts their values unless asked not to.
+// `report`, and redacts their values unless asked not to, and with them
+// ConfigMaps' values, environment variables' values and kubectl's
+// last-applied-configuration.
 package plugin

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/tend-dev/tend/internal/fence"
 )
 
 // ErrInvalidConfig marks an error of LoadConfig: the Connection or the
@@ -40,6 +43,13 @@ type Connection struct {
 	// Limiters holds the token buckets that every worker shares. It is
 	// required: no call may bypass the per-upstream limit.
 	Limiters *Limiters
+	// Gate, when set, is passed by every call that may change something
+	// upstream (every operation but the reads: Get*, List*, Head*,
+	// Describe*) before anything is signed or sent: the manager's check
+	// that it still holds its leader-election Lease (manager.GateOf). A
+	// refused call returns the Gate's error and sends nothing. Nil lets
+	// every call through: the agents, which a Job runs, lead nothing.
+	Gate fence.Gate
 }
 
 // StaticCredentials are long-lived or session credentials given explicitly.
@@ -71,6 +81,8 @@ func (c StaticCredentials) GoString() string { return "aws.StaticCredentials" + 
 //   - makes exactly one attempt per call: the retryer is aws.NopRetryer and
 //     AWS_MAX_ATTEMPTS and AWS_RETRY_MODE are ignored;
 //   - refuses a call whose context has no deadline, with ErrNoDeadline;
+//   - passes every call but the reads through conn.Gate, when set, and
+//     sends nothing when it refuses;
 //   - takes a token from conn.Limiters for the call's endpoint before sending
 //     it, and fails at once with a *RateLimitedError when there is none;
 //   - counts the call in conn.Limiters and in RequestsTotal.
@@ -118,6 +130,9 @@ func LoadConfig(ctx context.Context, conn Connection) (awssdk.Config, error) {
 		cfg.ConfigSources = append([]any{endpointOverride(conn.EndpointURL)}, cfg.ConfigSources...)
 	}
 	cfg.APIOptions = append(cfg.APIOptions, requireDeadline, conn.Limiters.APIOption())
+	if conn.Gate != nil {
+		cfg.APIOptions = append(cfg.APIOptions, gateWrites(conn.Gate))
+	}
 	return cfg, nil
 }
 
@@ -139,6 +154,38 @@ type endpointOverride string
 
 func (e endpointOverride) GetServiceBaseEndpoint(context.Context, string) (string, bool, error) {
 	return string(e), true, nil
+}
+
+// isRead tells whether the operation named op (an SDK stack's ID, such as
+// "GetQueueAttributes") only reads: its name begins with Get, List, Head or
+// Describe, as AWS names its reads. Every other operation may change
+// something, and passes Connection.Gate.
+func isRead(op string) bool {
+	for _, prefix := range []string{"Get", "List", "Head", "Describe"} {
+		if strings.HasPrefix(op, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// gateWrites makes every operation but the reads pass g first. It is an
+// Initialize step, after the deadline's check: a refused call takes no
+// token, fetches no credentials, and signs and sends nothing.
+func gateWrites(g fence.Gate) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		if isRead(stack.ID()) {
+			return nil
+		}
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("TendGate",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				// The SDK's error names the operation.
+				if err := g.Allow(ctx); err != nil {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, err
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	}
 }
 
 // requireDeadline is the first step of every call: it refuses a context

@@ -4,7 +4,10 @@
 // path-style addressing for S3-compatible stores), sends every call through a
 // non-blocking token bucket shared per upstream endpoint, counts the calls,
 // and classifies the errors that come back (SQS's and S3's) as NotFound,
-// Terminal, Throttled or Transient, with a hint of when to retry.
+// Terminal, Throttled or Transient, with a hint of when to retry. In the
+// manager, every call but the reads first passes the leader-election fence
+// (Connection.Gate, internal/fence): a process that lost its Lease sends no
+// change upstream.
 //
 // It must not wait. SDK retries are off (one attempt per call), a call that
 // finds no token fails at once with a *RateLimitedError, and a call without a

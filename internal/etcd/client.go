@@ -12,6 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+
+	"github.com/tend-dev/tend/internal/fence"
 )
 
 const (
@@ -47,6 +49,15 @@ type Config struct {
 	// checks the URL's host name, so Dial may connect to an address found
 	// elsewhere, such as a pod's IP, without weakening it.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Gate, when set, is passed by every RPC that may change the cluster,
+	// on every connection of the client, before it is sent: every RPC but
+	// the reads (see reads), so member changes, leadership moves, user and
+	// auth changes, and compaction, defragmentation and alarm changes
+	// alike. In the manager it is the check that this process still holds
+	// its leader-election Lease (manager.GateOf). A refused call returns
+	// the Gate's error, wrapped, and sends nothing. Nil lets every call
+	// through: the agents, which a Job runs, lead nothing.
+	Gate fence.Gate
 }
 
 // String shows the Config without its password.
@@ -70,6 +81,8 @@ type Client struct {
 	// fallback records the attempts of calls that carry no recorder: the
 	// authentication of New, made on the client's own context.
 	fallback *attempts
+	// gate is Config.Gate: nil, or passed by every RPC but the reads.
+	gate fence.Gate
 }
 
 // New returns a client for cfg. It checks cfg and sends nothing, unless
@@ -94,15 +107,19 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	c := &Client{fallback: &attempts{}, scheme: "http"}
+	c := &Client{fallback: &attempts{}, scheme: "http", gate: cfg.Gate}
 	var tlsConfig *tls.Config
 	if cfg.TLS != nil {
 		c.scheme, tlsConfig = "https", cfg.TLS.Clone()
 	}
-	dialOptions := []grpc.DialOption{
+	var dialOptions []grpc.DialOption
+	if c.gate != nil {
+		dialOptions = append(dialOptions, grpc.WithChainUnaryInterceptor(c.gateUnary), grpc.WithChainStreamInterceptor(c.gateStream))
+	}
+	dialOptions = append(dialOptions,
 		grpc.WithChainUnaryInterceptor(c.recordUnary),
 		grpc.WithChainStreamInterceptor(c.recordStream),
-	}
+	)
 	if cfg.Dial != nil {
 		dialOptions = append(dialOptions, grpc.WithContextDialer(cfg.Dial))
 	}

@@ -15,6 +15,14 @@
 // Status returned, so that the controller decides, and tests its decisions,
 // without etcd.
 //
+// In the manager, every RPC that may change the cluster (every one but the
+// reads: member changes, leadership moves, user and auth changes, and any
+// compaction, defragmentation or alarm change to come) first passes the
+// leader-election fence (Config.Gate, internal/fence), on every connection
+// of the client, so that a manager that lost its Lease changes nothing; the
+// gate is checked in one place, the client's gRPC interceptors, so that a
+// new call cannot forget it.
+//
 // It must not wait: every call needs a deadline on its context, and a
 // context without one is refused with ErrNoDeadline before anything is sent;
 // calls about one member fail fast when it is down. The caller requeues

@@ -20,5 +20,9 @@
 // before the writes of each second, it reads the Lease live, and refuses
 // them unless this process holds it unexpired; a process found to have lost
 // it stops. controller-runtime's leader election alone lets a leader that
-// was frozen past its Lease act on its stale cache when it thaws.
+// was frozen past its Lease act on its stale cache when it thaws. The
+// fence guards their client's writes, and, as the fence.Gate that GateOf
+// returns, their writes to SQS and etcd: a controller hands it to the
+// clients that it builds (internal/aws's Connection.Gate, internal/etcd's
+// Config.Gate).
 package manager

@@ -2,7 +2,6 @@ package manager
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,13 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/tend-dev/tend/internal/fence"
 	"github.com/tend-dev/tend/internal/scheme"
 )
 
-// ErrNotLeader is what a fenced write returns once this process is found not
-// to hold the leader-election Lease: another process holds it, or it has
-// expired. It is for good: the manager stops (see Run).
-var ErrNotLeader = errors.New("this process does not hold the leader-election Lease")
+// ErrNotLeader is what a fenced write returns, wrapped, once this process is
+// found not to hold the leader-election Lease: another process holds it, or
+// it has expired. It is for good: the manager stops (see Run). It is
+// fence.ErrNotLeader, which the upstream clients' gates return too.
+var ErrNotLeader = fence.ErrNotLeader
 
 // fenceInterval is how long a check that this process holds the Lease lets
 // writes through without another. The fence reads the Lease at most once per
@@ -35,14 +36,18 @@ var ErrNotLeader = errors.New("this process does not hold the leader-election Le
 // this long before, and never past the Lease's expiry.
 const fenceInterval = time.Second
 
-// fence refuses writes unless this process holds the leader-election Lease.
-// controller-runtime's leader election is not a fence: a leader frozen past
-// its Lease (SIGSTOP, a GC or VM pause) runs its workers on a stale cache
-// when it thaws, before its renew loop finds the Lease taken (D1 in
-// docs/reliability.md). The fence reads the Lease live before the writes of
-// each interval, and lets them through only if this process holds it and
-// it has not expired by the local clock.
-type fence struct {
+// leaseFence refuses writes unless this process holds the leader-election
+// Lease. controller-runtime's leader election is not a fence: a leader
+// frozen past its Lease (SIGSTOP, a GC or VM pause) runs its workers on a
+// stale cache when it thaws, before its renew loop finds the Lease taken
+// (D1 in docs/reliability.md). The fence reads the Lease live before the
+// writes of each interval, and lets them through only if this process holds
+// it and it has not expired by the local clock.
+//
+// It is the controllers' fence.Gate (GateOf), for their writes outside
+// Kubernetes (SQS, etcd), as well as their client's: one state, one
+// interval, one read of the Lease for all of them.
+type leaseFence struct {
 	live     client.Reader // uncached: a cached Lease would be as stale as the rest
 	lease    client.ObjectKey
 	identity string
@@ -61,8 +66,8 @@ type fence struct {
 	lost       error     // wraps ErrNotLeader once the Lease is lost
 }
 
-func newFence(live client.Reader, lease client.ObjectKey, identity string, timeout time.Duration, clk clock.PassiveClock, onLost func(error)) *fence {
-	return &fence{
+func newFence(live client.Reader, lease client.ObjectKey, identity string, timeout time.Duration, clk clock.PassiveClock, onLost func(error)) *leaseFence {
+	return &leaseFence{
 		live:     live,
 		lease:    lease,
 		identity: identity,
@@ -74,12 +79,12 @@ func newFence(live client.Reader, lease client.ObjectKey, identity string, timeo
 	}
 }
 
-// allow returns nil if this process may write: it held the Lease, unexpired,
+// Allow returns nil if this process may write: it held the Lease, unexpired,
 // at a check less than an interval ago. It returns an error wrapping
 // ErrNotLeader if the Lease is lost, and another error if the Lease could
 // not be read: leadership unproven, the write is refused, and the next
 // write checks again.
-func (f *fence) allow(ctx context.Context) error {
+func (f *leaseFence) Allow(ctx context.Context) error {
 	select {
 	case f.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -142,46 +147,46 @@ func held(lease *coordinationv1.Lease, identity string, now time.Time) (time.Tim
 // other subresources, each pass the fence first. Its reads do not.
 type fencedClient struct {
 	client.Client
-	fence *fence
+	fence *leaseFence
 }
 
 func (c fencedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.Client.Create(ctx, obj, opts...)
 }
 
 func (c fencedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.Client.Update(ctx, obj, opts...)
 }
 
 func (c fencedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.Client.Patch(ctx, obj, patch, opts...)
 }
 
 func (c fencedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.Client.Apply(ctx, obj, opts...)
 }
 
 func (c fencedClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
 func (c fencedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.Client.DeleteAllOf(ctx, obj, opts...)
@@ -203,47 +208,66 @@ type fencedSubResourceClient struct {
 
 type fencedSubResourceWriter struct {
 	client.SubResourceWriter
-	fence *fence
+	fence *leaseFence
 }
 
 func (c fencedSubResourceWriter) Create(ctx context.Context, obj, subResource client.Object, opts ...client.SubResourceCreateOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.SubResourceWriter.Create(ctx, obj, subResource, opts...)
 }
 
 func (c fencedSubResourceWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.SubResourceWriter.Update(ctx, obj, opts...)
 }
 
 func (c fencedSubResourceWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
 
 func (c fencedSubResourceWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	if err := c.fence.allow(ctx); err != nil {
+	if err := c.fence.Allow(ctx); err != nil {
 		return err
 	}
 	return c.SubResourceWriter.Apply(ctx, obj, opts...)
 }
 
 // fencedManager is the manager as the controllers see it, when leader
-// election is on: its client's writes pass the fence. The webhooks, and
+// election is on: its client's writes pass the fence, and GateOf returns
+// the fence, for the controllers' writes elsewhere. The webhooks, and
 // their certificate rotator, which run on every replica, see the manager
 // itself.
 type fencedManager struct {
 	ctrl.Manager
 	client client.Client
+	fence  *leaseFence
 }
 
 func (m fencedManager) GetClient() client.Client { return m.client }
+
+// Gate returns the fence that the manager's client's writes pass.
+func (m fencedManager) Gate() fence.Gate { return m.fence }
+
+// GateOf returns the check that a controller's writes outside Kubernetes
+// (SQS, etcd) must each pass before they are sent: with leader election
+// on, the very fence of the client that mgr gives the controllers (the
+// same check of the Lease, at most once a second, and the same stop once
+// it is lost); with leader election off, or for a manager that New did not
+// give, fence.Open. A controller calls it in its Setup, with the manager
+// that Setup was given, and hands the Gate to the clients it builds.
+func GateOf(mgr ctrl.Manager) fence.Gate {
+	if m, ok := mgr.(interface{ Gate() fence.Gate }); ok {
+		return m.Gate()
+	}
+	return fence.Open{}
+}
 
 // writeFence is what New builds, with leader election on, to fence the
 // controllers' writes: the manager's lock, built here so that the fence
@@ -289,7 +313,7 @@ func (w *writeFence) install(mgr ctrl.Manager) (ctrl.Manager, error) {
 	if err := mgr.Add(manager.RunnableFunc(w.wait)); err != nil {
 		return nil, fmt.Errorf("adding the write fence: %w", err)
 	}
-	return fencedManager{Manager: mgr, client: fencedClient{Client: mgr.GetClient(), fence: f}}, nil
+	return fencedManager{Manager: mgr, client: fencedClient{Client: mgr.GetClient(), fence: f}, fence: f}, nil
 }
 
 // stop is the fence's onLost: it is called once.

@@ -19,10 +19,12 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/tend-dev/tend/internal/fence"
 	"github.com/tend-dev/tend/internal/scheme"
 )
 
@@ -364,4 +366,40 @@ func TestFenceWaitsNoLongerThanItsWriter(t *testing.T) {
 	g.Expect(r.fenced.Create(ctx, configMap("late"))).To(MatchError(context.DeadlineExceeded))
 	<-f.sem
 	g.Expect(r.exists(g, configMap("late"))).To(BeFalse())
+}
+
+// TestGateIsTheClientsFence: the Gate that GateOf gives the controllers, for
+// their writes to SQS and etcd, is their client's fence: one check of the
+// Lease serves both, and once either finds it lost, both refuse, with
+// ErrNotLeader, and the manager is told once.
+func TestGateIsTheClientsFence(t *testing.T) {
+	g := NewWithT(t)
+	r := newFenceRig(lease(me, t0))
+	mgr := fencedManager{client: r.fenced, fence: r.fenced.(fencedClient).fence}
+	gate := GateOf(mgr)
+	ctx := context.Background()
+	g.Expect(gate.Allow(ctx)).To(Succeed())
+	g.Expect(r.fenced.Create(ctx, configMap("leading"))).To(Succeed())
+	g.Expect(r.gets.Load()).To(BeEquivalentTo(1), "one check serves the Gate and the client")
+
+	// Another process takes the Lease; after the interval, the Gate is
+	// the first to look, and the client's writes are refused too.
+	taken := &coordinationv1.Lease{}
+	g.Expect(r.store.Get(ctx, leaseKey, taken)).To(Succeed())
+	taken.Spec = lease(another, t0).Spec
+	g.Expect(r.store.Update(ctx, taken)).To(Succeed())
+	r.step(fenceInterval)
+	err := gate.Allow(ctx)
+	g.Expect(err).To(MatchError(fence.ErrNotLeader))
+	g.Expect(err).To(MatchError(ErrNotLeader))
+	g.Expect(err).To(MatchError(ContainSubstring(another)))
+	g.Expect(r.fenced.Create(ctx, configMap("after"))).To(MatchError(ErrNotLeader))
+	g.Expect(r.exists(g, configMap("after"))).To(BeFalse())
+	g.Expect(r.gets.Load()).To(BeEquivalentTo(2))
+	g.Expect(r.hookCalls()).To(Equal(1))
+
+	// A manager that New did not fence (leader election off) gives the
+	// open Gate.
+	g.Expect(GateOf(struct{ ctrl.Manager }{})).To(Equal(fence.Open{}))
+	g.Expect(fence.Open{}.Allow(ctx)).To(Succeed())
 }

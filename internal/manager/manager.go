@@ -57,13 +57,13 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	}
 	// With leader election on, the controllers' writes pass a fence: a
 	// leader that lost its Lease writes nothing (docs/reliability.md, D1).
-	var fence *writeFence
+	var wf *writeFence
 	var lock resourcelock.Interface
 	if opts.LeaderElect {
-		if fence, err = newWriteFence(cfg, opts); err != nil {
+		if wf, err = newWriteFence(cfg, opts); err != nil {
 			return nil, err
 		}
-		lock = fence.lock
+		lock = wf.lock
 	}
 	mgr, err := ctrl.NewManager(ctrlCfg, ctrl.Options{
 		Scheme: scheme.Scheme,
@@ -89,8 +89,8 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	controllersMgr := mgr
-	if fence != nil {
-		if controllersMgr, err = fence.install(mgr); err != nil {
+	if wf != nil {
+		if controllersMgr, err = wf.install(mgr); err != nil {
 			return nil, err
 		}
 	}

@@ -35,7 +35,9 @@ type Connector struct {
 	// cache of every Secret in the cluster when no other controller
 	// narrows it.
 	Reader client.Reader
-	// Default is the manager's own connection (flags, then the SDK's chain).
+	// Default is the manager's own connection (flags, then the SDK's
+	// chain). Its Limiters and its Gate (which SetupWithManager sets to the
+	// manager's, when nil) serve every client, a Secret's too.
 	Default tendaws.Connection
 	// AllowedEndpoints are the endpoints that a connection Secret may set;
 	// the zero list allows none.

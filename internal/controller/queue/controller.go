@@ -26,10 +26,10 @@ import (
 	"github.com/tend-dev/tend/internal/manager"
 )
 
-// +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues/status,verbs=patch
 // +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
 // Name is the controller's name for --controllers.
@@ -159,6 +159,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = 30 * time.Second
+	}
+	if r.Connector.Default.Gate == nil {
+		// Every SQS call that changes something first passes the fence of
+		// mgr's client: a manager that lost its Lease creates, changes
+		// and deletes no queue (docs/reliability.md).
+		r.Connector.Default.Gate = manager.GateOf(mgr)
 	}
 	// Secrets and dead-letter Queues map back to the Queues that name them.
 	indexes := map[string]func(*sqsv1alpha1.Queue) string{

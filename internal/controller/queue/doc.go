@@ -4,7 +4,10 @@
 // and its tags), then creates it, repairs what drifted, or does nothing, and
 // publishes its URL and ARN in status and in the ConfigMap <name>-queue.
 // Every SQS call goes through internal/aws: one shared token bucket per
-// endpoint, one attempt, a deadline, and classified errors. A pass never
+// endpoint, one attempt, a deadline, and classified errors; and every call
+// that changes something (create, set attributes, tag, untag, delete)
+// first passes the manager's leader-election fence (manager.GateOf), so
+// that a manager that lost its Lease sends none. A pass never
 // waits: a throttled or failed call ends the pass with a requeue, and steady
 // state writes nothing to Kubernetes.
 //

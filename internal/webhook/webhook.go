@@ -15,9 +15,9 @@ import (
 // and updates the converted ones, and keeps its Secret in the manager's
 // namespace, where it watches all Secrets. config/default's namePrefix and
 // namespace give the names below.
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=update,resourceNames=podsets.apps.tend.dev
-// +kubebuilder:rbac:groups="",namespace=tend-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=tend-system,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups="",namespace=tend-system,resources=secrets,verbs=update,resourceNames=tend-webhook-server-cert
 
 // Webhooks is the manager's webhook server and the management of its

@@ -25,11 +25,11 @@ import (
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups/finalizers,verbs=update
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackupschedules,verbs=get;list;watch
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackupschedules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackupschedules,verbs=list;watch
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackupschedules/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackupschedules/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete

@@ -27,9 +27,9 @@ import (
 )
 
 // +kubebuilder:rbac:groups=apps.tend.dev,resources=podsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps.tend.dev,resources=podsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps.tend.dev,resources=podsets/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.tend.dev,resources=podsets/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 
 // Name is the controller's name for --controllers.

@@ -16,6 +16,7 @@ import (
 
 	appsv1alpha1 "github.com/tend-dev/tend/api/apps/v1alpha1"
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/names"
 )
 
 // fieldManager is who the plugin's writes are from, in managedFields.
@@ -81,7 +82,7 @@ func BackupFor(c *etcdv1alpha1.EtcdCluster, name string, now time.Time) (*etcdv1
 		return nil, fmt.Errorf("EtcdCluster %s/%s has no spec.backup.destination; set one, or create an EtcdBackup with its own destination (docs/etcdbackup.md)", c.Namespace, c.Name)
 	}
 	if name == "" {
-		name = c.Name + "-" + now.UTC().Format("20060102150405")
+		name = names.Child(c.Name, "-"+now.UTC().Format("20060102150405"), names.EtcdBackup)
 	}
 	return &etcdv1alpha1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name},
@@ -157,7 +158,7 @@ func RestoreFor(cluster string, backup *etcdv1alpha1.EtcdBackup, name string, no
 		return nil, fmt.Errorf("EtcdBackup %s is not Complete (phase %q): only a complete backup can be restored", backup.Name, backup.Status.Phase)
 	}
 	if name == "" {
-		name = cluster + "-restore-" + now.UTC().Format("20060102150405")
+		name = names.Child(cluster, "-restore-"+now.UTC().Format("20060102150405"), names.EtcdRestore)
 	}
 	return &etcdv1alpha1.EtcdRestore{
 		ObjectMeta: metav1.ObjectMeta{Namespace: backup.Namespace, Name: name},

@@ -112,6 +112,7 @@ type PodSetStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 56",message="a PodSet's name is at most 56 characters: its leader Service is named <name>-leader, and a Service's name is at most 63"
 type PodSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

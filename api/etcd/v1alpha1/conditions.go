@@ -136,6 +136,15 @@ const (
 	// ReasonDeletingMembers: the final backup is done (or not wanted) and
 	// the members and volumes are being deleted.
 	ReasonDeletingMembers = "DeletingMembers"
+
+	// ReasonReconcileFailed: Tend's last pass failed; the message quotes
+	// the error. Tend retries with backoff.
+	ReasonReconcileFailed = "ReconcileFailed"
+	// ReasonObjectNotOurs: an object has a name that Tend derives for this
+	// cluster (a Job, a volume claim, a pod), but Tend did not make it for
+	// this cluster. Tend leaves it alone and waits until a person deletes
+	// or renames it.
+	ReasonObjectNotOurs = "ObjectNotOurs"
 )
 
 // Annotations a person sets on an EtcdCluster.

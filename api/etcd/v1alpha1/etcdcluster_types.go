@@ -129,6 +129,8 @@ const (
 )
 
 // ClusterBackup is where a cluster's own backups go.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.destination.s3) || !has(self.destination.s3.key)",message="spec.backup.destination.s3.key would name every backup of the cluster (final snapshots, pre-upgrade and plugin backups) alike, and each later one would be refused: use prefix, and each object is named after its backup"
 type ClusterBackup struct {
 	// Destination of the final snapshot, and of backups taken without one.
 	Destination BackupDestination `json:"destination"`
@@ -625,6 +627,7 @@ type RestoredFrom struct {
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="an EtcdCluster's name is at most 52 characters: its StatefulSet has its name, and the StatefulSet's pods carry <name>-<revision hash> in a label of at most 63"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -114,6 +114,30 @@ func TestValidationOnCreate(t *testing.T) {
 	}
 }
 
+// TestTheClusterNameAndBackupKeyAreLimited: every name Tend derives from
+// an EtcdCluster's fits at 52 characters (internal/controller/etcdcluster
+// tests each one at that length); longer names are refused at create, as
+// is one S3 key for all the cluster's own backups.
+func TestTheClusterNameAndBackupKeyAreLimited(t *testing.T) {
+	ns := env.Namespace(t)
+	named := func(n int) *etcdv1alpha1.EtcdCluster {
+		return &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("n", n)}}
+	}
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(env.Client.Create(ctx, named(52))).To(Succeed())
+	g.Expect(env.Client.Create(ctx, named(53))).To(MatchError(ContainSubstring("an EtcdCluster's name is at most 52 characters")))
+
+	withKey := cluster(ns, func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Backup = &etcdv1alpha1.ClusterBackup{Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "bkt", Key: "etcd/one.db"}}}
+	})
+	g.Expect(env.Client.Create(ctx, withKey)).To(MatchError(ContainSubstring("spec.backup.destination.s3.key would name every backup of the cluster")))
+	withPrefix := cluster(ns, func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Backup = &etcdv1alpha1.ClusterBackup{Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "bkt", Prefix: "etcd/"}}}
+	})
+	g.Expect(env.Client.Create(ctx, withPrefix)).To(Succeed())
+}
+
 func TestValidationOnUpdate(t *testing.T) {
 	ns := env.Namespace(t)
 	for _, tc := range []struct {

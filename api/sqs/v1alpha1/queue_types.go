@@ -224,6 +224,7 @@ type QueueStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="(has(self.spec.queueName) ? self.spec.queueName : self.metadata.name).matches('^[A-Za-z0-9_-]{1,75}[.]fifo$') || (has(self.spec.queueName) ? self.spec.queueName : self.metadata.name).matches('^[A-Za-z0-9_-]{1,80}$')",message="the queue name (spec.queueName, or metadata.name when that is unset) may hold only letters, digits, '-' and '_', plus a .fifo suffix, and at most 80 characters: set spec.queueName"
 // +kubebuilder:validation:XValidation:rule="(has(self.spec.queueName) ? self.spec.queueName : self.metadata.name).endsWith('.fifo') == (has(self.spec.fifoQueue) && self.spec.fifoQueue)",message="a FIFO queue's name must end in .fifo, and only a FIFO queue's may: set spec.fifoQueue, or change the name"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a Queue's name is at most 63 characters: its ConfigMap carries it in the label sqs.tend.dev/queue, and a label's value is at most 63"
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

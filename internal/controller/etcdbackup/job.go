@@ -230,32 +230,15 @@ func backupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, agentIma
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: BackupJobName(b), Namespace: b.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:     ptr.To[int32](backupBackoffLimit),
-			PodFailurePolicy: podFailurePolicy(),
+			BackoffLimit:          ptr.To[int32](backupBackoffLimit),
+			PodFailurePolicy:      podspec.PodFailurePolicy(agent.ExitTerminal),
+			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec:       spec,
 			},
 		},
 	}
-}
-
-// podFailurePolicy fails a Job at once when a step exits with the agents'
-// terminal code, and does not count a pod that was evicted or preempted.
-func podFailurePolicy() *batchv1.PodFailurePolicy {
-	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
-		{
-			Action: batchv1.PodFailurePolicyActionFailJob,
-			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-				Operator: batchv1.PodFailurePolicyOnExitCodesOpIn,
-				Values:   []int32{agent.ExitTerminal},
-			},
-		},
-		{
-			Action:          batchv1.PodFailurePolicyActionIgnore,
-			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
-		},
-	}}
 }
 
 // deleteJob is the Job that deletes the file of the deleted backup b:
@@ -279,8 +262,9 @@ func deleteJob(b *etcdv1alpha1.EtcdBackup, agentImage string) *batchv1.Job {
 			Annotations: map[string]string{annotationOwnerUID: string(b.UID)},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:     ptr.To[int32](backupBackoffLimit),
-			PodFailurePolicy: podFailurePolicy(),
+			BackoffLimit:          ptr.To[int32](backupBackoffLimit),
+			PodFailurePolicy:      podspec.PodFailurePolicy(agent.ExitTerminal),
+			ActiveDeadlineSeconds: podspec.ActiveDeadline(0), // it deletes one file
 			// The pass that lets the backup go deletes the Job; this is for
 			// a Job whose delete failed then, with no pass left to retry.
 			TTLSecondsAfterFinished: ptr.To[int32](3600),

@@ -12,6 +12,7 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/podspec"
 )
 
 const testImage = "example.com/tend:test"
@@ -254,4 +255,15 @@ func TestJobNamesFitTheLimit(t *testing.T) {
 	g.Expect(len(BackupJobName(b))).To(BeNumerically("<=", 63))
 	g.Expect(len(DeleteJobName(b))).To(BeNumerically("<=", 63))
 	g.Expect(len(scheduledBackupName(strings.Repeat("s", 45), 4102444800))).To(BeNumerically("<=", 56), "until 2100")
+}
+
+// TestBackupJobsHaveDeadlines: a backup's Jobs stop at a deadline sized to
+// the data they move, so a pod stuck Pending cannot hold later backups (or
+// a deletion waiting on a final snapshot) for ever.
+func TestBackupJobsHaveDeadlines(t *testing.T) {
+	g := NewWithT(t)
+	b := testBackup(nil)
+	c := testCluster(false)
+	g.Expect(backupJob(b, c, testImage).Spec.ActiveDeadlineSeconds).To(Equal(podspec.ActiveDeadline(podspec.DataBytes(c))))
+	g.Expect(deleteJob(b, testImage).Spec.ActiveDeadlineSeconds).To(Equal(podspec.ActiveDeadline(0)))
 }

@@ -27,22 +27,23 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
+	"github.com/tend-dev/tend/internal/fence"
 	"github.com/tend-dev/tend/internal/manager"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores,verbs=list;watch;create
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
@@ -137,6 +138,10 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// Connect opens a client to one etcd cluster. Nil means etcd.New.
 	Connect func(context.Context, etcd.Config) (Members, error)
+	// Gate is passed by every etcd call that changes a cluster: a manager
+	// that lost its Lease changes no membership (docs/reliability.md).
+	// Nil is the manager's own fence (manager.GateOf).
+	Gate fence.Gate
 	// MemberChangeInterval: see Options.
 	MemberChangeInterval time.Duration
 	// AgentImage: see Options.
@@ -176,6 +181,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	if r.Connect == nil {
 		r.Connect = func(ctx context.Context, cfg etcd.Config) (Members, error) { return etcd.New(ctx, cfg) }
+	}
+	if r.Gate == nil {
+		r.Gate = manager.GateOf(mgr)
 	}
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &etcdv1alpha1.EtcdCluster{}, indexTLSSecrets, func(obj client.Object) []string {
 		c := obj.(*etcdv1alpha1.EtcdCluster)

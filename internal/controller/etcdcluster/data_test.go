@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -229,6 +230,94 @@ func TestANewClusterDoesNotStartOnAnOlderClustersVolumes(t *testing.T) {
 	g.Eventually(func() error {
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "again"}, &appsv1.StatefulSet{})
 	}, wait).Should(Succeed())
+}
+
+// TestDeletingANewClusterKeepsAnOlderClustersVolumes: a cluster deleted
+// with Retain keeps its volumes; a new cluster of the same name refuses
+// them (StaleVolumes); deleting the new one, with either policy that
+// deletes volumes, must leave the older cluster's data alone.
+func TestDeletingANewClusterKeepsAnOlderClustersVolumes(t *testing.T) {
+	ctx := context.Background()
+	for _, policy := range []etcdv1alpha1.DeletionPolicy{etcdv1alpha1.DeletionSnapshot, etcdv1alpha1.DeletionDelete} {
+		t.Run(string(policy), func(t *testing.T) {
+			g := NewWithT(t)
+			ns := env.Namespace(t)
+			c := newCluster(ns, "x", func(s *etcdv1alpha1.EtcdClusterSpec) { s.DeletionPolicy = policy })
+			kept := memberPVC(g, c, 0, "the-older-clusters-uid")
+			patch := client.MergeFrom(kept.DeepCopy())
+			kept.Annotations = map[string]string{annotationMemberID: "8e9e05c52164694d"} // a member ran on it: it holds data
+			g.Expect(env.Client.Patch(ctx, kept, patch)).To(Succeed())
+
+			g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				got := getCluster(g, c)
+				g.Expect(got.Finalizers).To(ContainElement(finalizerData))
+				g.Expect(condition(got, etcdv1alpha1.ConditionDegraded).Reason).To(Equal(etcdv1alpha1.ReasonStaleVolumes))
+			}, wait).Should(Succeed())
+			g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
+			g.Eventually(func(g Gomega) { gone(g, c) }, wait).Should(Succeed())
+
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed())
+			g.Expect(kept.DeletionTimestamp).To(BeNil(), "the older cluster's volume claim must stay")
+			g.Expect(kept.Labels[labelClusterUID]).To(Equal("the-older-clusters-uid"))
+		})
+	}
+}
+
+// TestAdoptedVolumesBecomeTheClustersOwn: a cluster that adopts an older
+// cluster's volumes labels them with its own UID, so that it marks and
+// deletes them as its members' from then on.
+func TestAdoptedVolumesBecomeTheClustersOwn(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	c := newCluster(ns, "adopter", func(s *etcdv1alpha1.EtcdClusterSpec) { s.DeletionPolicy = etcdv1alpha1.DeletionDelete })
+	c.Annotations = map[string]string{etcdv1alpha1.AnnotationAdoptVolumes: "true"}
+	pvc := memberPVC(g, c, 0, "the-older-clusters-uid")
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc)).To(Succeed())
+		g.Expect(pvc.Labels[labelClusterUID]).To(Equal(string(c.UID)))
+	}, wait).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, c)).To(ContainElement("VolumeAdopted")) }, wait).Should(Succeed())
+	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) { gone(g, c) }, wait).Should(Succeed())
+	g.Eventually(func(g Gomega) { deleting(g, pvc) }, wait).Should(Succeed())
+}
+
+// TestARestoreTakesNoJobItDidNotMake: a Job that has the name of a
+// member's restore Job, but that Tend did not make for this cluster, is
+// neither taken as the restore's (its Complete says nothing of the
+// member's volume) nor deleted; the status says why the restore waits.
+func TestARestoreTakesNoJobItDidNotMake(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	c := newCluster(ns, "rs", func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Replicas = ptr.To[int32](1)
+		s.Bootstrap = &etcdv1alpha1.Bootstrap{Restore: &etcdv1alpha1.BootstrapRestore{Source: &etcdv1alpha1.RestoreSource{
+			S3: &etcdv1alpha1.S3Location{Bucket: "bkt", Key: "etcd/x.db"}}}}
+	})
+	foreign := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: restoreJobName(c, 0)},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
+	}
+	g.Expect(env.Client.Create(ctx, foreign)).To(Succeed())
+	completeJob(g, foreign)
+
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		r := condition(getCluster(g, c), etcdv1alpha1.ConditionRestored)
+		g.Expect(r.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(r.Message).To(ContainSubstring("Job " + foreign.Name + " exists but is not made by Tend for this cluster"))
+	}, wait).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: statefulSetName(c)}, &appsv1.StatefulSet{})).NotTo(Succeed(),
+			"the members must not start on a volume no restore filled")
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), foreign)).To(Succeed())
+		g.Expect(foreign.DeletionTimestamp).To(BeNil())
+	}, 3*time.Second).Should(Succeed())
 }
 
 // completeJob plays the Job controller's part for a finished Job.

@@ -2,10 +2,10 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/names"
 )
 
 // finalizerData holds a deleted cluster until its data is dealt with as
@@ -45,7 +46,7 @@ func wantsFinalizer(c *etcdv1alpha1.EtcdCluster) bool {
 // snapshot. The UID's head tells apart the final snapshots of clusters
 // that had the same name one after the other.
 func FinalBackupName(c *etcdv1alpha1.EtcdCluster) string {
-	return fmt.Sprintf("%s-final-%s", c.Name, string(c.UID)[:min(8, len(c.UID))])
+	return names.Child(c.Name, "-final-"+string(c.UID)[:min(8, len(c.UID))], names.EtcdBackup)
 }
 
 // finalSnapshotClaimName is the volume claim that receives the final
@@ -59,7 +60,7 @@ func finalBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
 	b := &etcdv1alpha1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: FinalBackupName(c), Namespace: c.Namespace,
-			Labels: map[string]string{etcdv1alpha1.LabelBackupCluster: c.Name, "app.kubernetes.io/managed-by": "tend"},
+			Labels: map[string]string{etcdv1alpha1.LabelBackupCluster: c.Name, labelClusterUID: string(c.UID), "app.kubernetes.io/managed-by": "tend"},
 		},
 		Spec: etcdv1alpha1.EtcdBackupSpec{
 			ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name},
@@ -246,19 +247,19 @@ func (r *Reconciler) everFormed(ctx context.Context, c *etcdv1alpha1.EtcdCluster
 			return true, nil
 		}
 	}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: initJobName(c)}, &batchv1.Job{})
+	job, err := r.ownedJob(ctx, c, initJobName(c))
 	switch {
-	case err == nil:
+	case err == nil && job != nil:
 		return true, nil
-	case !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("reading Job %s: %w", initJobName(c), err)
+	case err != nil && !errors.Is(err, errNotOurs):
+		return false, err
 	}
-	var pvcs corev1.PersistentVolumeClaimList
-	if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
-		return false, fmt.Errorf("listing volume claims: %w", err)
+	pvcs, err := r.claimsOf(ctx, c)
+	if err != nil {
+		return false, err
 	}
-	for i := range pvcs.Items {
-		if _, ok := isMemberPVC(c, &pvcs.Items[i]); ok && pvcs.Items[i].Annotations[annotationMemberID] != "" {
+	for i := range pvcs {
+		if _, ok := isMemberPVC(c, &pvcs[i]); ok && pvcs[i].Annotations[annotationMemberID] != "" {
 			return true, nil
 		}
 	}
@@ -269,10 +270,18 @@ func (r *Reconciler) everFormed(ctx context.Context, c *etcdv1alpha1.EtcdCluster
 // formed, if an earlier pass made it: it can hold nothing, and would wait
 // for its cluster for ever. Its file, if any, stays (artifactPolicy Retain).
 func (r *Reconciler) dropFinalBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
-	backup := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: FinalBackupName(c)}}
-	if err := r.Delete(ctx, backup); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting EtcdBackup %s: %w", backup.Name, err)
+	backup := &etcdv1alpha1.EtcdBackup{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: FinalBackupName(c)}, backup)
+	switch {
+	case err == nil && backup.Labels[labelClusterUID] == string(c.UID):
+		if err := r.deleteExactly(ctx, "EtcdBackup", backup); err != nil {
+			return err
+		}
+	case client.IgnoreNotFound(err) != nil:
+		return fmt.Errorf("reading EtcdBackup %s: %w", FinalBackupName(c), err)
 	}
+	// An EtcdBackup of that name that this cluster did not ask for is
+	// another's, and stays.
 	r.event(c, corev1.EventTypeNormal, "FinalSnapshotSkipped", "Delete",
 		"Deleting without a final snapshot: the cluster never formed (no init Job, and no member was ever seen healthy), so it holds no data")
 	return nil
@@ -295,26 +304,34 @@ func (r *Reconciler) createFinalBackup(ctx context.Context, c *etcdv1alpha1.Etcd
 // deleteMembers deletes the StatefulSet (its pods with it) and the
 // members' volume claims; NotFound counts as done.
 func (r *Reconciler) deleteMembers(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: statefulSetName(c)}}
-	if err := r.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting StatefulSet %s: %w", sts.Name, err)
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: statefulSetName(c)}, sts)
+	switch {
+	case err == nil && metav1.IsControlledBy(sts, c):
+		if err := r.deleteExactly(ctx, "StatefulSet", sts); err != nil {
+			return err
+		}
+	case client.IgnoreNotFound(err) != nil:
+		return fmt.Errorf("reading StatefulSet %s: %w", statefulSetName(c), err)
 	}
-	var pvcs corev1.PersistentVolumeClaimList
-	if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
-		return fmt.Errorf("listing volume claims: %w", err)
+	// A StatefulSet of that name that c does not control is another's,
+	// and stays.
+	pvcs, err := r.claimsOf(ctx, c)
+	if err != nil {
+		return err
 	}
 	deleted := 0
-	for i := range pvcs.Items {
-		pvc := &pvcs.Items[i]
+	for i := range pvcs {
+		pvc := &pvcs[i]
 		if _, ok := isMemberPVC(c, pvc); !ok || pvc.DeletionTimestamp != nil {
 			continue
 		}
-		if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting volume claim %s: %w", pvc.Name, err)
+		if err := r.deleteExactly(ctx, "volume claim", pvc); err != nil {
+			return err
 		}
 		deleted++
 	}
-	r.event(c, corev1.EventTypeNormal, "MembersDeleted", "Delete", "Deleted StatefulSet %s and %d member volume claims (deletionPolicy %s)", sts.Name, deleted, deletionPolicy(c))
+	r.event(c, corev1.EventTypeNormal, "MembersDeleted", "Delete", "Deleted StatefulSet %s and %d member volume claims (deletionPolicy %s)", statefulSetName(c), deleted, deletionPolicy(c))
 	return nil
 }
 

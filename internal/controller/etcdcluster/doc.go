@@ -19,6 +19,12 @@
 // spec.deletionPolicy says, with a final EtcdBackup (delete.go). It creates
 // EtcdBackups but never runs them: internal/controller/etcdbackup does.
 //
+// Tend deletes, restarts or takes as its own only what it made for this
+// very cluster (owned.go): Jobs, the StatefulSet and member pods by their
+// controller reference, member claims by the cluster-UID label. A pass
+// that fails says so in Degraded (ReconcileFailed, or ObjectNotOurs when
+// an object it did not make holds a name it needs).
+//
 // Rolls (roll.go, roll_plan.go) restart members whose pods run another
 // revision than the spec's, one per pass, behind the pure gate of
 // planRoll and etcd.CanRestart; a minor upgrade is path-checked

@@ -58,7 +58,8 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: meta(c, initJobName(c)),
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](6),
+			BackoffLimit:          ptr.To[int32](6),
+			ActiveDeadlineSeconds: podspec.ActiveDeadline(0),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-init")},
 				Spec: corev1.PodSpec{
@@ -98,7 +99,9 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 			// The record of the check outlives the roll a while; the next
 			// roll has a Job of another name.
 			TTLSecondsAfterFinished: ptr.To[int32](24 * 3600),
-			PodFailurePolicy:        failOnTerminalExit(),
+			PodFailurePolicy:        podspec.PodFailurePolicy(agent.ExitTerminal),
+			// It hashes every member's store.
+			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-check")},
 				Spec: corev1.PodSpec{
@@ -139,15 +142,6 @@ func agentStep(agentImage, name string, args []string, env []corev1.EnvVar, moun
 		TerminationMessagePath:   agent.TerminationMessagePath,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
-}
-
-// failOnTerminalExit fails a Job at once when an agent step exits with
-// agent.ExitTerminal: a retry cannot help.
-func failOnTerminalExit() *batchv1.PodFailurePolicy {
-	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-		Action:      batchv1.PodFailurePolicyActionFailJob,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{agent.ExitTerminal}},
-	}}}
 }
 
 // jobPodLabels label the pods of a cluster's Jobs: not the members'

@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,7 +37,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) error {
 	if s.sts == nil {
 		return nil // paused before it was made
 	}
-	data, err := r.observeData(ctx, c)
+	data, err := r.observeData(ctx, c, s.sts)
 	if err != nil {
 		return err
 	}
@@ -283,16 +282,35 @@ func applyAuth(ctx context.Context, c *etcdv1alpha1.EtcdCluster, cli Members, ro
 func (r *Reconciler) deleteMemberData(ctx context.Context, s *scope, ordinal int) error {
 	c := s.cluster
 	if !c.Spec.Storage.Ephemeral {
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: pvcName(c, ordinal)}}
-		if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting volume claim %s: %w", pvc.Name, err)
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: pvcName(c, ordinal)}, pvc)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading volume claim %s: %w", pvcName(c, ordinal), err)
+		}
+		if err == nil {
+			if _, ours := isMemberPVC(c, pvc); !ours {
+				return notOurs(c, "PersistentVolumeClaim", pvc)
+			}
+			if err := r.deleteExactly(ctx, "volume claim", pvc); err != nil {
+				return err
+			}
 		}
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: memberName(c, ordinal)}}
-	if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	name := memberName(c, ordinal)
+	pod := &corev1.Pod{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pod)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading pod %s: %w", name, err)
 	}
-	r.event(c, corev1.EventTypeNormal, "MemberDataDeleted", "DeleteMemberData", "Deleted pod %s and its data: it starts again empty and joins as a new member", pod.Name)
+	if err == nil {
+		if !isMemberPod(c, s.sts, pod) {
+			return notOurs(c, "Pod", pod)
+		}
+		if err := r.deleteExactly(ctx, "pod", pod); err != nil {
+			return err
+		}
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberDataDeleted", "DeleteMemberData", "Deleted pod %s and its data: it starts again empty and joins as a new member", name)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/names"
 )
 
 // Ports of every member.
@@ -26,7 +27,7 @@ func peerServiceName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name + "-p
 func clientServiceName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-client" }
 func statefulSetName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name }
 func pdbName(c *etcdv1alpha1.EtcdCluster) string           { return c.Name }
-func initJobName(c *etcdv1alpha1.EtcdCluster) string       { return c.Name + "-init" }
+func initJobName(c *etcdv1alpha1.EtcdCluster) string       { return names.Child(c.Name, "-init", names.Job) }
 func caSecretName(c *etcdv1alpha1.EtcdCluster) string      { return c.Name + "-ca" }
 func serverSecretName(c *etcdv1alpha1.EtcdCluster) string  { return c.Name + "-server-tls" }
 func peerSecretName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name + "-peer-tls" }

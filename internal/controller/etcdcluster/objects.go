@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,6 +76,17 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	}
 	if err == nil {
 		s.sts = sts
+		if c.Annotations[etcdv1alpha1.AnnotationAdoptVolumes] == "true" {
+			// Also for a cluster that adopted its volumes under a Tend that
+			// did not relabel them.
+			pvcs, err := r.claimsOf(ctx, c)
+			if err != nil {
+				return err
+			}
+			if err := r.adoptVolumes(ctx, c, pvcs); err != nil {
+				return err
+			}
+		}
 		if restoring(c) && c.Status.RestoredFrom == nil {
 			// The pass that finished the restore made the StatefulSet, but
 			// its status write was lost: what it restored is known still.
@@ -176,14 +187,13 @@ const (
 // phase: authentication is set up only while the Job does not exist.
 func (r *Reconciler) observeInitJob(ctx context.Context, s *scope) error {
 	c := s.cluster
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: initJobName(c)}, job)
+	job, err := r.ownedJob(ctx, c, initJobName(c))
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("the init Job: %w", err)
+	case job == nil:
 		s.obs.job = jobNone
 		return nil
-	case err != nil:
-		return fmt.Errorf("reading Job %s: %w", initJobName(c), err)
 	}
 	s.obs.job, s.obs.jobMessage = jobStateOf(job)
 	s.obs.jobCreated = job.CreationTimestamp.Time
@@ -207,16 +217,22 @@ func (r *Reconciler) reconcileInitJob(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// isMemberPVC tells whether pvc belongs to c, and which member's it is.
-func isMemberPVC(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
-	if pvc.Labels[LabelCluster] != c.Name {
-		return 0, false
+// adoptVolumes makes an older cluster's volume claims this cluster's, as
+// the annotation AnnotationAdoptVolumes asks: they are labelled with its
+// UID, so that from now on this cluster marks, replaces and deletes them
+// as its own, and the older cluster, if it comes back, does not.
+func (r *Reconciler) adoptVolumes(ctx context.Context, c *etcdv1alpha1.EtcdCluster, pvcs []corev1.PersistentVolumeClaim) error {
+	for _, name := range staleVolumes(c, pvcs) {
+		i := slices.IndexFunc(pvcs, func(p corev1.PersistentVolumeClaim) bool { return p.Name == name })
+		pvc := &pvcs[i]
+		patch := client.MergeFromWithOptions(pvc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		pvc.Labels[labelClusterUID] = string(c.UID)
+		if err := r.Patch(ctx, pvc, patch); err != nil {
+			return fmt.Errorf("adopting volume claim %s: %w", pvc.Name, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "VolumeAdopted", "AdoptVolume", "Adopted volume claim %s of an older cluster named %s (annotation %s)", pvc.Name, c.Name, etcdv1alpha1.AnnotationAdoptVolumes)
 	}
-	name, ok := strings.CutPrefix(pvc.Name, dataVolume+"-")
-	if !ok {
-		return 0, false
-	}
-	return memberOrdinal(c, name)
+	return nil
 }
 
 // prepareNewCluster checks, before a new cluster's StatefulSet is made,
@@ -225,12 +241,16 @@ func isMemberPVC(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim)
 // may be made now.
 func (r *Reconciler) prepareNewCluster(ctx context.Context, s *scope) (bool, error) {
 	c := s.cluster
-	if c.Annotations[etcdv1alpha1.AnnotationAdoptVolumes] != "true" {
-		var pvcs corev1.PersistentVolumeClaimList
-		if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
-			return false, fmt.Errorf("listing volume claims: %w", err)
+	pvcs, err := r.claimsOf(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	if c.Annotations[etcdv1alpha1.AnnotationAdoptVolumes] == "true" {
+		if err := r.adoptVolumes(ctx, c, pvcs); err != nil {
+			return false, err
 		}
-		if stale := staleVolumes(c, pvcs.Items); len(stale) > 0 {
+	} else {
+		if stale := staleVolumes(c, pvcs); len(stale) > 0 {
 			r.event(c, corev1.EventTypeWarning, "StaleVolumes", "CreateStatefulSet",
 				"Not starting members on volume claims of an older cluster named %s: %s", c.Name, strings.Join(stale, ", "))
 			s.obs.staleVolumes = stale

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/names"
 )
 
 // quorumLossOf is spec.quorumLoss, resolved.
@@ -50,7 +51,7 @@ func (r *Reconciler) reconcileQuorumLoss(ctx context.Context, s *scope, views []
 		rec := &etcdv1alpha1.RecoveryStatus{
 			Kind: etcdv1alpha1.RecoveryFromSurvivor, Survivor: plan.survivor, Cause: "quorum loss, " + plan.cause,
 			Phase: etcdv1alpha1.RecoveryStopping, StartedAt: now, Revision: plan.revision,
-			Job:     fmt.Sprintf("%s-recover-%s", c.Name, strconv.FormatInt(now.Unix(), 36)),
+			Job:     recoverJobName(c, now.Time),
 			Message: plan.message,
 		}
 		s.obs.recovery = &recoveryObservation{status: rec, holding: true}
@@ -61,7 +62,7 @@ func (r *Reconciler) reconcileQuorumLoss(ctx context.Context, s *scope, views []
 		// An EtcdRestore does it; its name is fixed by the loss, so a
 		// pass that does not see it in its cache yet makes no second one.
 		rs := &etcdv1alpha1.EtcdRestore{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: fmt.Sprintf("%s-quorum-loss-%s", c.Name, strconv.FormatInt(in.lostSince.Unix(), 36)), Labels: labels(c)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: quorumLossRestoreName(c, in.lostSince), Labels: labels(c)},
 			Spec:       etcdv1alpha1.EtcdRestoreSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name}, BackupRef: &corev1.LocalObjectReference{Name: plan.backup}},
 		}
 		if err := r.createOwned(ctx, c, rs); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -125,4 +126,16 @@ func (r *Reconciler) latestVerifiedBackup(ctx context.Context, c *etcdv1alpha1.E
 		return "", nil
 	}
 	return best.Name, nil
+}
+
+// quorumLossRestoreName is the EtcdRestore that recovers c from a backup
+// after the quorum loss that began at lostSince: fixed by the loss, so a
+// pass that does not see it in its cache yet makes no second one.
+func quorumLossRestoreName(c *etcdv1alpha1.EtcdCluster, lostSince time.Time) string {
+	return names.Child(c.Name, "-quorum-loss-"+strconv.FormatInt(lostSince.Unix(), 36), names.EtcdRestore)
+}
+
+// recoverJobName is the Job of a recovery from a survivor started at t.
+func recoverJobName(c *etcdv1alpha1.EtcdCluster, t time.Time) string {
+	return names.Child(c.Name, "-recover-"+strconv.FormatInt(t.Unix(), 36), names.Job)
 }

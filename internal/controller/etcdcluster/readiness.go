@@ -24,6 +24,7 @@ var needsAPerson = []string{
 	etcdv1alpha1.ReasonUpgradeBlocked,
 	etcdv1alpha1.ReasonUpdateStalled,
 	etcdv1alpha1.ReasonUpdateCheckFailed,
+	etcdv1alpha1.ReasonObjectNotOurs,
 }
 
 // readinessOf is the verdict of the Ready, Reconciling and Stalled
@@ -40,7 +41,7 @@ func readinessOf(c *etcdv1alpha1.EtcdCluster, conds []metav1.Condition) readines
 	switch {
 	case c.DeletionTimestamp != nil:
 		deleting := find(etcdv1alpha1.ConditionDeleting)
-		if deleting != nil && deleting.Reason == etcdv1alpha1.ReasonFinalSnapshotFailed {
+		if deleting != nil && (deleting.Reason == etcdv1alpha1.ReasonFinalSnapshotFailed || deleting.Reason == etcdv1alpha1.ReasonObjectNotOurs) {
 			return readiness.From(readiness.StateStalled, deleting, "")
 		}
 		return readiness.From(readiness.StateReconciling, deleting, "Deleting")

@@ -98,6 +98,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if s.released {
 			return // the finalizer is off: the cluster is gone or going
 		}
+		if retErr != nil && !apierrors.IsConflict(retErr) && !errors.Is(retErr, context.Canceled) {
+			// A conflict is the next pass's to resolve, and a cancelled
+			// pass is the manager stopping.
+			s.obs.passError = retErr
+		}
 		if c.DeletionTimestamp != nil {
 			c.Status = deletingStatus(c, s)
 		} else {

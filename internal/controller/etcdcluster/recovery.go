@@ -220,7 +220,7 @@ func (r *Reconciler) advanceRecovery(ctx context.Context, s *scope, rec *etcdv1a
 		}
 	}
 	s.requeueAfter(requeueStep)
-	data, err := r.observeData(ctx, c)
+	data, err := r.observeData(ctx, c, s.sts)
 	if err != nil {
 		return err
 	}
@@ -300,6 +300,9 @@ func (r *Reconciler) restoreMembers(ctx context.Context, s *scope, rec *etcdv1al
 	var failed []string
 	for i := range int(replicas(c)) {
 		pvc := claims[pvcName(c, i)]
+		if _, ours := isMemberPVC(c, pvc); pvc != nil && !ours {
+			return notOurs(c, "PersistentVolumeClaim", pvc)
+		}
 		switch {
 		case pvc == nil:
 			if err := r.Create(ctx, memberClaim(c, i)); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -357,27 +360,28 @@ func forRestore(job *batchv1.Job, rs *etcdv1alpha1.EtcdRestore) *batchv1.Job {
 }
 
 // restoreJobOf reads rs's Job name: an empty Job when there is none yet,
-// to be made. Another restore's Job of that name is deleted first (its
-// result is not this restore's); nil while it is still going.
+// to be made. A Job of that name that Tend made for this cluster for an
+// earlier EtcdRestore of the same name is deleted first (its result is
+// not this restore's); nil while it is still going. A Job of that name
+// that Tend did not make for this cluster is left alone: the restore waits,
+// with an error that says so, until someone deletes or renames it.
 func (r *Reconciler) restoreJobOf(ctx context.Context, c *etcdv1alpha1.EtcdCluster, rs *etcdv1alpha1.EtcdRestore, name string) (*batchv1.Job, error) {
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, job)
+	job, err := r.ownedJob(ctx, c, name)
 	switch {
-	case apierrors.IsNotFound(err):
-		return &batchv1.Job{}, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading Job %s: %w", name, err)
+		return nil, err
+	case job == nil:
+		return &batchv1.Job{}, nil
 	case job.Annotations[annotationRestoreUID] == string(rs.UID):
 		return job, nil
-	}
-	if job.DeletionTimestamp != nil {
+	case job.DeletionTimestamp != nil:
 		return nil, nil // going; a later pass makes ours
 	}
 	// Deleted in the background, the Job goes at once (its pods later),
 	// and ours can be made; if not, the create meets it and a later pass
 	// comes back.
-	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-		return nil, fmt.Errorf("deleting Job %s of an earlier restore: %w", name, err)
+	if err := r.deleteOwned(ctx, c, "Job", job); err != nil {
+		return nil, fmt.Errorf("deleting the Job of an earlier restore: %w", err)
 	}
 	r.event(c, corev1.EventTypeNormal, "JobReplaced", "Restore", "Deleted Job %s, left by an earlier EtcdRestore named %s, to run it for this one", name, rs.Name)
 	return &batchv1.Job{}, nil
@@ -408,8 +412,8 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, s *scope, rec *etcdv1a
 		}
 		left++
 		if pvc.DeletionTimestamp == nil {
-			if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting volume claim %s of a lost member: %w", pvc.Name, err)
+			if err := r.deleteExactly(ctx, "volume claim of a lost member", pvc); err != nil {
+				return err
 			}
 			r.event(c, corev1.EventTypeWarning, "VolumeDeleted", "Recover", "Deleted volume claim %s: its member is given up, and comes back as a new learner", pvc.Name)
 		}
@@ -418,9 +422,8 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, s *scope, rec *etcdv1a
 		s.obs.recovery.message = fmt.Sprintf("Deleting the volume claims of the lost members: %d left (a claim goes once no pod mounts it, completed pods included)", left)
 		return nil
 	}
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rec.Job}, job)
-	if apierrors.IsNotFound(err) {
+	job, err := r.ownedJob(ctx, c, rec.Job)
+	if err == nil && job == nil {
 		if err := r.createOwned(ctx, c, recoverJob(s.template(), survivor, rec.Job, r.AgentImage, runningImageOr(s))); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -428,7 +431,7 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, s *scope, rec *etcdv1a
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading Job %s: %w", rec.Job, err)
+		return err
 	}
 	switch state, msg := jobStateOf(job); state {
 	case jobFailed:
@@ -441,7 +444,7 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, s *scope, rec *etcdv1a
 		if res.Recovered != nil {
 			rec.Revision = res.Recovered.Revision
 		}
-		if err := r.deleteDoneJob(ctx, c, job.Name); err != nil {
+		if err := r.deleteDoneJob(ctx, c, job); err != nil {
 			return err
 		}
 		rec.Phase = etcdv1alpha1.RecoveryStarting
@@ -565,8 +568,14 @@ func (r *Reconciler) checkRestore(ctx context.Context, s *scope, rec *etcdv1alph
 		r.event(c, corev1.EventTypeNormal, "Restored", "Restore", "%s", rec.Message)
 		r.Recorder.Eventf(rs, c, corev1.EventTypeNormal, "Restored", "Restore", "%s", rec.Message)
 		for i := range int(replicas(c)) {
-			if err := r.deleteDoneJob(ctx, c, restoreRunJob(rs, i)); err != nil {
+			job, err := r.restoreJobOf(ctx, c, rs, restoreRunJob(rs, i))
+			if err != nil {
 				return err
+			}
+			if job != nil && job.Name != "" {
+				if err := r.deleteDoneJob(ctx, c, job); err != nil {
+					return err
+				}
 			}
 		}
 	default:
@@ -658,8 +667,9 @@ func recoverJob(c *etcdv1alpha1.EtcdCluster, ordinal int, name, agentImage, etcd
 	return &batchv1.Job{
 		ObjectMeta: meta(c, name),
 		Spec: batchv1.JobSpec{
-			BackoffLimit:     ptr.To[int32](2),
-			PodFailurePolicy: failOnTerminalExit(),
+			BackoffLimit:          ptr.To[int32](2),
+			PodFailurePolicy:      podspec.PodFailurePolicy(agent.ExitTerminal),
+			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-recover")},
 				Spec: corev1.PodSpec{
@@ -698,7 +708,7 @@ func (r *Reconciler) connectMembers(ctx context.Context, s *scope, data memberDa
 	defer cancel()
 	// No password: with auth on, etcd takes the user from the client
 	// certificate's common name, root.
-	cli, err := r.Connect(callCtx, etcd.Config{Endpoints: endpoints, TLS: s.tls, Dial: dialer(data.ips)})
+	cli, err := r.Connect(callCtx, etcd.Config{Endpoints: endpoints, TLS: s.tls, Dial: dialer(data.ips), Gate: r.Gate})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd: %w", err)
 	}

@@ -183,6 +183,7 @@ func newRecoveryWorld(t *testing.T, mutate func(*etcdv1alpha1.EtcdCluster), extr
 		return obj
 	}
 	sts := statefulSet(c, 3, Bootstrap{Members: allMembers(c), State: "new"})
+	sts.UID = "kv-sts-uid"
 	stampTemplate(sts)
 	objs := []client.Object{c, owned(sts)}
 	for i := range 3 {
@@ -214,8 +215,9 @@ func newRecoveryWorld(t *testing.T, mutate func(*etcdv1alpha1.EtcdCluster), extr
 func memberPod(c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, i int) *corev1.Pod {
 	t := sts.Spec.Template
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: memberName(c, i), Labels: t.Labels, Annotations: t.Annotations},
-		Spec:       *t.Spec.DeepCopy(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: memberName(c, i), Labels: t.Labels, Annotations: t.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+		Spec: *t.Spec.DeepCopy(),
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(c, i)}}})
@@ -574,6 +576,35 @@ func TestASecondRestoreWaits(t *testing.T) {
 	g.Expect(pending.Reason).To(Equal(etcdv1alpha1.ReasonRestorePending))
 	g.Expect(pending.Message).To(ContainSubstring("EtcdRestore older"))
 	g.Expect(w.job("a-newer-0")).To(BeNil())
+}
+
+// TestAnInPlaceRestoreLeavesAJobItDidNotMake: a Job with the name of a
+// restore's Job that Tend did not make for this cluster (a person's, say)
+// is neither deleted nor taken as the restore's: the restore waits, and
+// the status says what is in the way.
+func TestAnInPlaceRestoreLeavesAJobItDidNotMake(t *testing.T) {
+	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "back-0", UID: "someone-elses"}}
+	foreign.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	w := newRecoveryWorld(t, nil, nightly(), inPlaceRestore("back", t0.Add(-time.Minute), true), foreign)
+	g := w.g
+	w.pass()
+	w.stopPods()
+	for range 2 {
+		w.clock.Step(2 * time.Second)
+		_, err := w.r.Reconcile(w.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w.c)})
+		g.Expect(err).To(MatchError(errNotOurs))
+	}
+	job := w.job("back-0")
+	g.Expect(job).NotTo(BeNil(), "the person's Job must stay")
+	g.Expect(job.UID).To(BeEquivalentTo("someone-elses"))
+	g.Expect(job.DeletionTimestamp).To(BeNil())
+	c := w.cluster()
+	g.Expect(c.Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryRestoring), "nothing moves on from a Job that is not the restore's")
+	d := conditionOf(c.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+	g.Expect(d.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(d.Reason).To(Equal(etcdv1alpha1.ReasonObjectNotOurs))
+	g.Expect(d.Message).To(ContainSubstring("Job back-0 exists but is not made by Tend for this cluster"))
+	g.Expect(w.replicas()).To(BeEquivalentTo(0))
 }
 
 // survivorWorld is a cluster that lost its quorum and whose recovery from

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/names"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -54,7 +57,7 @@ func restoring(c *etcdv1alpha1.EtcdCluster) bool {
 
 // restoreJobName is the Job that restores the i-th member's data.
 func restoreJobName(c *etcdv1alpha1.EtcdCluster, i int) string {
-	return fmt.Sprintf("%s-restore-%d", c.Name, i)
+	return names.Child(c.Name, "-restore-"+strconv.Itoa(i), names.Job)
 }
 
 // labelClusterUID on a member's volume claim is the UID of the cluster that
@@ -142,8 +145,9 @@ func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, ag
 	return &batchv1.Job{
 		ObjectMeta: meta(c, run.job),
 		Spec: batchv1.JobSpec{
-			BackoffLimit:     ptr.To[int32](2),
-			PodFailurePolicy: failOnTerminalExit(),
+			BackoffLimit:          ptr.To[int32](2),
+			PodFailurePolicy:      podspec.PodFailurePolicy(agent.ExitTerminal),
+			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-restore")},
 				Spec: corev1.PodSpec{
@@ -227,32 +231,42 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 		}
 		return false, nil
 	}
-	var done, failed []string
+	var done []*batchv1.Job
+	var failed, foreign []string
 	for i := range int(replicas(c)) {
 		if err := r.Create(ctx, memberClaim(c, i)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating volume claim %s: %w", pvcName(c, i), err)
 		}
-		job := &batchv1.Job{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: restoreJobName(c, i)}, job)
-		if apierrors.IsNotFound(err) {
+		job, err := r.ownedJob(ctx, c, restoreJobName(c, i))
+		switch {
+		case errors.Is(err, errNotOurs):
+			// Another's Job of that name: its result says nothing of
+			// this member's volume.
+			foreign = append(foreign, err.Error())
+			continue
+		case err != nil:
+			return false, err
+		case job == nil:
 			if err := r.createOwned(ctx, c, restoreJob(c, i, src, r.AgentImage)); err != nil {
 				return false, err
 			}
 			r.event(c, corev1.EventTypeNormal, "RestoreStarted", "Restore", "Restoring member %s from %s", memberName(c, i), src.from.URI)
 			continue
 		}
-		if err != nil {
-			return false, fmt.Errorf("reading Job %s: %w", restoreJobName(c, i), err)
-		}
 		switch state, msg := jobStateOf(job); state {
 		case jobComplete:
-			done = append(done, job.Name)
+			done = append(done, job)
 		case jobFailed:
 			failed = append(failed, fmt.Sprintf("%s (%s)", job.Name, msg))
 		}
 	}
 	from := src.from
 	switch {
+	case len(foreign) > 0:
+		s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoring, from: &from,
+			message: "The restore waits: " + strings.Join(foreign, "; ")}
+		s.requeueAfter(requeueSteady)
+		return false, nil
 	case len(failed) > 0:
 		s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, from: &from, message: fmt.Sprintf(
 			"Restoring from %s failed: %s. The Jobs' pod logs say why; delete the EtcdCluster and create it again once the cause is fixed",
@@ -266,8 +280,8 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 	from.Time = &metav1.Time{Time: s.now.Truncate(1e9)}
 	s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoredFromBackup, done: true, from: &from}
 	r.event(c, corev1.EventTypeNormal, "Restored", "Restore", "Restored every member's data from %s (revision %d, bumped by %d)", from.URI, from.Revision, bumpRevision)
-	for i := range int(replicas(c)) {
-		if err := r.deleteDoneJob(ctx, c, restoreJobName(c, i)); err != nil {
+	for _, job := range done {
+		if err := r.deleteDoneJob(ctx, c, job); err != nil {
 			return false, err
 		}
 	}
@@ -298,20 +312,6 @@ func (r *Reconciler) recordRestored(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// deleteDoneJob deletes a finished Job that mounted a member's volume, with
-// its pods: a pod that mounts a claim keeps it from being deleted even
-// once it completed (kubernetes.io/pvc-protection), and Tend deletes
-// members' claims when it replaces, removes or recovers members. What the
-// Job did is in the status and the Events by then; a retried step finds
-// its work done.
-func (r *Reconciler) deleteDoneJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name string) error {
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
-	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting the finished Job %s: %w", name, err)
-	}
-	return nil
-}
-
 // jobStateOf reads a Job's terminal conditions.
 func jobStateOf(job *batchv1.Job) (jobState, string) {
 	for _, cond := range job.Status.Conditions {
@@ -336,7 +336,7 @@ func staleVolumes(c *etcdv1alpha1.EtcdCluster, pvcs []corev1.PersistentVolumeCla
 	var stale []string
 	for i := range pvcs {
 		pvc := &pvcs[i]
-		if _, ok := isMemberPVC(c, pvc); !ok || pvc.DeletionTimestamp != nil {
+		if _, ok := memberClaimOrdinal(c, pvc); !ok || pvc.DeletionTimestamp != nil {
 			continue
 		}
 		if pvc.Labels[labelClusterUID] != string(c.UID) {

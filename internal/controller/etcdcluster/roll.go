@@ -7,7 +7,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/names"
 )
 
 // defaultMemberTimeout is spec.updateStrategy.memberTimeout's default.
@@ -140,9 +140,8 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		if err := r.ensureLiveTemplate(ctx, s, views, current); err != nil {
 			return err
 		}
-		pod := data.pods[action.member.Name]
-		if pod != nil {
-			if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		if pod := data.pods[action.member.Name]; pod != nil {
+			if err := r.deleteExactly(ctx, "pod", pod); err != nil {
 				return fmt.Errorf("restarting member %s: %w", action.member.Name, err)
 			}
 		}
@@ -231,10 +230,9 @@ func (r *Reconciler) reconcileCheckJob(ctx context.Context, s *scope, u *etcdv1a
 	name := checkJobName(c, u.Revision)
 	u.CheckJob, u.Member, u.MemberSince = name, "", nil
 	u.PendingMembers = nil
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, job)
+	job, err := r.ownedJob(ctx, c, name)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err == nil && job == nil:
 		if err := r.createOwned(ctx, c, checkJob(c, name, r.AgentImage)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -242,7 +240,7 @@ func (r *Reconciler) reconcileCheckJob(ctx context.Context, s *scope, u *etcdv1a
 		obs.reason, obs.message = etcdv1alpha1.ReasonCheckingUpdate, fmt.Sprintf("Every member runs the new revision; Job %s checks the cluster", name)
 		return nil
 	case err != nil:
-		return fmt.Errorf("reading the check Job %s: %w", name, err)
+		return fmt.Errorf("the check Job: %w", err)
 	}
 	switch state, msg := jobStateOf(job); state {
 	case jobComplete:
@@ -261,7 +259,7 @@ func (r *Reconciler) reconcileCheckJob(ctx context.Context, s *scope, u *etcdv1a
 
 // checkJobName is the check Job of the roll to rev.
 func checkJobName(c *etcdv1alpha1.EtcdCluster, rev string) string {
-	return fmt.Sprintf("%s-check-%s", c.Name, rev[:min(8, len(rev))])
+	return names.Child(c.Name, "-check-"+rev[:min(8, len(rev))], names.Job)
 }
 
 // rollMembersOf pairs the members with their pods: whether each runs rev.

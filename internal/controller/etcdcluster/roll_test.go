@@ -165,7 +165,8 @@ func (p *statefulSetPlayer) sync(g Gomega) map[string]string {
 			g.Expect(env.Client.Create(ctx, pvc)).To(Succeed())
 		}
 		t := sts.Spec.Template
-		pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.c.Namespace, Name: name, Labels: t.Labels, Annotations: t.Annotations}, Spec: *t.Spec.DeepCopy()}
+		pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.c.Namespace, Name: name, Labels: t.Labels, Annotations: t.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}}, Spec: *t.Spec.DeepCopy()}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(p.c, i)}}})
 		g.Expect(env.Client.Create(ctx, pod)).To(Succeed())

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/names"
 )
 
 // upgradeState is how a change of the etcd version stands: whether it is a
@@ -95,7 +96,7 @@ func version(c *etcdv1alpha1.EtcdCluster) string {
 // upgradeBackupName is the EtcdBackup taken before the upgrade to the
 // spec's version.
 func upgradeBackupName(c *etcdv1alpha1.EtcdCluster) string {
-	return fmt.Sprintf("%s-upgrade-%s", c.Name, strings.ReplaceAll(strings.TrimPrefix(version(c), "v"), ".", "-"))
+	return names.Child(c.Name, "-upgrade-"+strings.ReplaceAll(strings.TrimPrefix(version(c), "v"), ".", "-"), names.EtcdBackup)
 }
 
 // upgradeBackup is the backup of c before a minor upgrade: to the

@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -51,6 +52,9 @@ type observation struct {
 	// ran or held; quorum is the guard's plan while the quorum is lost.
 	recovery *recoveryObservation
 	quorum   *recoveryPlan
+	// passError is why the pass failed, if it did: what it saw may be
+	// incomplete, and the status must not say all is well.
+	passError error
 }
 
 // calculateStatus computes c's status from what a pass observed. It starts
@@ -217,6 +221,8 @@ func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonPaused, "spec.paused is true: Tend changes nothing until it is false")
 	case obs.tlsProblem != "":
 		set(t, metav1.ConditionUnknown, etcdv1alpha1.ReasonInvalidTLSSecrets, "Tend cannot act on the members without its client certificate; see Degraded")
+	case obs.passError != nil:
+		set(t, metav1.ConditionUnknown, passErrorReason(obs.passError), "Tend's last pass failed; see Degraded")
 	case obs.recovery != nil && recovering(obs.recovery.status):
 		rec := obs.recovery.status
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRecovering, fmt.Sprintf("%s (%s): %s", rec.Cause, rec.Phase, cmp.Or(obs.recovery.message, rec.Message)))
@@ -272,6 +278,9 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	switch {
 	case obs.tlsProblem != "":
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonInvalidTLSSecrets, obs.tlsProblem)
+	case obs.passError != nil:
+		set(t, metav1.ConditionTrue, passErrorReason(obs.passError), fmt.Sprintf(
+			"Tend's last pass failed, and is retried with backoff: %v. The manager's log has each failure; if it repeats, the message says what to fix", obs.passError))
 	case obs.restore != nil && obs.restore.failed:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoreFailed, obs.restore.message)
 	case obs.recovery != nil && obs.recovery.status.Phase == etcdv1alpha1.RecoveryFailed:
@@ -311,6 +320,14 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	default:
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected, "Nothing needs attention")
 	}
+}
+
+// passErrorReason is the Degraded reason of a pass that failed with err.
+func passErrorReason(err error) string {
+	if errors.Is(err, errNotOurs) {
+		return etcdv1alpha1.ReasonObjectNotOurs
+	}
+	return etcdv1alpha1.ReasonReconcileFailed
 }
 
 // phaseOf summarises the conditions in a word, for display.
@@ -414,7 +431,10 @@ func deletingStatus(c *etcdv1alpha1.EtcdCluster, s *scope) etcdv1alpha1.EtcdClus
 		st.FinalSnapshot = s.finalSnapshot
 	}
 	d := s.obs.deletion
-	if d == nil {
+	switch {
+	case s.obs.passError != nil:
+		d = &deletion{passErrorReason(s.obs.passError), fmt.Sprintf("The deletion's last pass failed, and is retried with backoff: %v", s.obs.passError)}
+	case d == nil:
 		d = &deletion{etcdv1alpha1.ReasonDeletingMembers, fmt.Sprintf("deletionPolicy %s: nothing to wait for", deletionPolicy(c))}
 	}
 	apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{

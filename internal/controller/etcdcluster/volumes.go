@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -34,9 +35,11 @@ type memberData struct {
 	formed time.Time
 }
 
-// observeData lists the member pods, from the apiserver (the manager does
-// not cache them), and the volume claims, from the cache.
-func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (memberData, error) {
+// observeData lists the member pods of sts, from the apiserver (the
+// manager does not cache them), and the volume claims, from the cache.
+// Pods that only carry the members' labels, and claims made for an older
+// cluster of the same name, are none of the members'.
+func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet) (memberData, error) {
 	d := memberData{ips: map[string]string{}, holders: map[string]types.UID{}, pods: map[string]*corev1.Pod{},
 		marks: map[string]string{}, created: map[string]time.Time{}}
 	var pods corev1.PodList
@@ -44,6 +47,9 @@ func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		return d, fmt.Errorf("listing member pods: %w", err)
 	}
 	for i, p := range pods.Items {
+		if !isMemberPod(c, sts, &p) {
+			continue
+		}
 		d.pods[p.Name] = &pods.Items[i]
 		if p.DeletionTimestamp != nil {
 			continue
@@ -58,12 +64,12 @@ func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	if c.Spec.Storage.Ephemeral {
 		return d, nil
 	}
-	var pvcs corev1.PersistentVolumeClaimList
-	if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
-		return d, fmt.Errorf("listing volume claims: %w", err)
+	pvcs, err := r.claimsOf(ctx, c)
+	if err != nil {
+		return d, err
 	}
-	d.pvcs = pvcs.Items
-	for _, pvc := range pvcs.Items {
+	d.pvcs = pvcs
+	for _, pvc := range pvcs {
 		if i, ok := isMemberPVC(c, &pvc); ok && pvc.DeletionTimestamp == nil {
 			name := memberName(c, i)
 			d.holders[name] = pvc.UID
@@ -139,8 +145,8 @@ func (r *Reconciler) reconcileVolumes(ctx context.Context, s *scope, views []mem
 		marked := pvc.Annotations[annotationMemberID]
 		switch {
 		case ordinal >= size && !hasMember:
-			if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting volume claim %s of a removed member: %w", pvc.Name, err)
+			if err := r.deleteExactly(ctx, "volume claim of a removed member", pvc); err != nil {
+				return err
 			}
 			r.event(c, corev1.EventTypeNormal, "VolumeDeleted", "DeleteVolume", "Deleted volume claim %s: its member was removed", pvc.Name)
 		case marked != "" && (!hasMember || marked != member.ID.String()):

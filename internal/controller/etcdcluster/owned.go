@@ -1,0 +1,129 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// Tend deletes, restarts or takes as its own only what it made for this
+// cluster: an object whose name Tend derives may belong to an older
+// cluster of the same name, another controller, or a person. What made an
+// object is told by its controller reference (Jobs, the StatefulSet, member
+// pods through the StatefulSet) or, for the members' volume claims, which
+// the StatefulSet makes without one, by the cluster-UID label.
+
+// errNotOurs is wrapped by the error of a step that met an object of a
+// name Tend derives, but that Tend did not make for this cluster. Tend
+// leaves such an object alone, and the step waits until it is gone.
+var errNotOurs = errors.New("not made by Tend for this cluster")
+
+// notOurs says that obj holds a name that Tend wants, and what to do.
+func notOurs(c *etcdv1alpha1.EtcdCluster, kind string, obj client.Object) error {
+	return fmt.Errorf("%s %s exists but is %w (EtcdCluster %s, UID %s); Tend leaves it alone: delete or rename it if it is not needed",
+		kind, obj.GetName(), errNotOurs, c.Name, c.UID)
+}
+
+// ownedJob reads the Job name: nil when there is none, and an error that
+// wraps errNotOurs when one exists that c does not control.
+func (r *Reconciler) ownedJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name string) (*batchv1.Job, error) {
+	job := &batchv1.Job{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Job %s: %w", name, err)
+	case !metav1.IsControlledBy(job, c):
+		return nil, notOurs(c, "Job", job)
+	}
+	return job, nil
+}
+
+// deleteOwned deletes obj, as read, if c controls it, and only that very
+// object (its UID is the delete's precondition); in the background, so a
+// Job goes at once and its pods after it. NotFound counts as done.
+func (r *Reconciler) deleteOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, kind string, obj client.Object) error {
+	if !metav1.IsControlledBy(obj, c) {
+		return notOurs(c, kind, obj)
+	}
+	return r.deleteExactly(ctx, kind, obj)
+}
+
+// deleteExactly deletes obj if it is still the object that was read.
+func (r *Reconciler) deleteExactly(ctx context.Context, kind string, obj client.Object) error {
+	uid := obj.GetUID()
+	err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		// A conflict is a precondition that failed: the object of that
+		// name is another one now, and not ours to delete.
+		return fmt.Errorf("deleting %s %s: %w", kind, obj.GetName(), err)
+	}
+	return nil
+}
+
+// deleteDoneJob deletes a finished Job of c's that mounted a member's
+// volume, with its pods: a pod that mounts a claim keeps it from being
+// deleted even once it completed (kubernetes.io/pvc-protection), and Tend
+// deletes members' claims when it replaces, removes or recovers members.
+// What the Job did is in the status and the Events by then; a retried step
+// finds its work done.
+func (r *Reconciler) deleteDoneJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster, job *batchv1.Job) error {
+	return r.deleteOwned(ctx, c, "Job", job)
+}
+
+// claimsOf lists, from the cache, the volume claims labelled with c's
+// name: c's members', and any that an older cluster of the name left.
+func (r *Reconciler) claimsOf(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]corev1.PersistentVolumeClaim, error) {
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
+		return nil, fmt.Errorf("listing volume claims: %w", err)
+	}
+	return pvcs.Items, nil
+}
+
+// memberClaimOrdinal tells whether pvc has the name and cluster label of
+// one of c's members' volume claims, and which member's: true also for a
+// claim an older cluster of the same name left.
+func memberClaimOrdinal(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
+	if pvc.Labels[LabelCluster] != c.Name {
+		return 0, false
+	}
+	name, ok := strings.CutPrefix(pvc.Name, dataVolume+"-")
+	if !ok {
+		return 0, false
+	}
+	return memberOrdinal(c, name)
+}
+
+// isMemberPVC tells whether pvc is the volume claim of one of c's members,
+// made for c (labelled with its UID), and which member's. The claims of
+// an older cluster of the same name, kept by its Retain policy, are not:
+// Tend never deletes or marks them for this one.
+func isMemberPVC(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
+	if pvc.Labels[labelClusterUID] != string(c.UID) {
+		return 0, false
+	}
+	return memberClaimOrdinal(c, pvc)
+}
+
+// isMemberPod tells whether pod is one of c's members' pods: made by c's
+// StatefulSet, sts (or, while no StatefulSet was read, by one of its
+// name). Pods that only carry the members' labels are not.
+func isMemberPod(c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "StatefulSet" || ref.Name != statefulSetName(c) {
+		return false
+	}
+	return sts == nil || ref.UID == sts.UID
+}

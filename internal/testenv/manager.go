@@ -31,6 +31,10 @@ func (e *Env) RunWith(m *testing.M, start func(ctx context.Context) error) int {
 		code = m.Run()
 	}
 	stop()
+	// The managers first: an apiserver asked to stop while a manager still
+	// watches and writes takes longer than its stop timeout under load, and
+	// the package then fails after its tests passed.
+	e.managers.Wait()
 	if err := e.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		if code == 0 {
@@ -62,7 +66,9 @@ func (e *Env) StartManager(ctx context.Context, probeAddr string, controllers []
 	if err != nil {
 		return err
 	}
+	e.managers.Add(1)
 	go func() {
+		defer e.managers.Done()
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 			os.Exit(1)

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +38,8 @@ type Env struct {
 	Root string
 
 	env *envtest.Environment
+	// managers are the managers StartManager started, until they stop.
+	managers sync.WaitGroup
 }
 
 // New returns an Env that Run will start.
@@ -92,6 +96,10 @@ func (e *Env) Start() error {
 		// a conversion webhook at a free local port, with a certificate it
 		// makes for it; see WebhookOptions.
 		CRDInstallOptions: envtest.CRDInstallOptions{Scheme: scheme.Scheme},
+		// kube-apiserver's graceful shutdown on two loaded cores can take
+		// longer than envtest's 20s default, which fails a package whose
+		// tests all passed.
+		ControlPlaneStopTimeout: time.Minute,
 	}
 	cfg, err := e.env.Start()
 	if err != nil {

@@ -63,7 +63,10 @@ func (r *Reconciler) reconcileQuorumLoss(ctx context.Context, s *scope, views []
 		// pass that does not see it in its cache yet makes no second one.
 		rs := &etcdv1alpha1.EtcdRestore{
 			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: quorumLossRestoreName(c, in.lostSince), Labels: labels(c)},
-			Spec:       etcdv1alpha1.EtcdRestoreSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name}, BackupRef: &corev1.LocalObjectReference{Name: plan.backup}},
+			// The guard decided that the lost quorum's data gives way:
+			// the survivors may still answer with it.
+			Spec: etcdv1alpha1.EtcdRestoreSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name},
+				BackupRef: &corev1.LocalObjectReference{Name: plan.backup}, ConfirmOverwrite: true},
 		}
 		if err := r.createOwned(ctx, c, rs); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -162,6 +163,18 @@ func (r *Reconciler) startRestore(ctx context.Context, s *scope, rs *etcdv1alpha
 	case apimeta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionAvailable) && !rs.Spec.ConfirmOverwrite:
 		return fail(etcdv1alpha1.ReasonClusterAvailable, fmt.Sprintf(
 			"EtcdCluster %s is Available: restoring would replace its data, and every write since the backup would be lost. Nothing was touched. To go ahead, create a new EtcdRestore with spec.confirmOverwrite: true", c.Name))
+	case !rs.Spec.ConfirmOverwrite:
+		// The condition is what an earlier pass saw: Unknown, or a passing
+		// Unreachable, says nothing of the data. The members say.
+		holding, err := r.membersWithData(ctx, s)
+		if err != nil {
+			return false, err
+		}
+		if len(holding) > 0 {
+			return fail(etcdv1alpha1.ReasonClusterAvailable, fmt.Sprintf(
+				"EtcdCluster %s holds data: %s answered. Restoring would replace it, and every write since the backup would be lost. Nothing was touched. To go ahead, create a new EtcdRestore with spec.confirmOverwrite: true",
+				c.Name, strings.Join(holding, ", ")))
+		}
 	}
 	src, progress, err := r.resolveSource(ctx, c.Namespace, rs.Spec.BackupRef, rs.Spec.Source)
 	if err != nil {
@@ -713,6 +726,34 @@ func (r *Reconciler) connectMembers(ctx context.Context, s *scope, data memberDa
 		return nil, fmt.Errorf("connecting to etcd: %w", err)
 	}
 	return cli, nil
+}
+
+// membersWithData asks the members, live, which of them answer with data
+// (a store past its first revision), as "<member> at revision <r>".
+// Members that do not answer are not counted.
+func (r *Reconciler) membersWithData(ctx context.Context, s *scope) ([]string, error) {
+	data, err := r.observeData(ctx, s.cluster, s.sts)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := r.connectMembers(ctx, s, data)
+	if err != nil || cli == nil {
+		return nil, nil // nobody to ask, or nobody answers
+	}
+	defer func() { _ = cli.Close() }()
+	callCtx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	statuses, err := cli.Status(callCtx)
+	if err != nil {
+		return nil, nil
+	}
+	var holding []string
+	for _, m := range statuses {
+		if m.Answered && m.Revision > 1 {
+			holding = append(holding, fmt.Sprintf("%s at revision %d", cmp.Or(m.Name, m.ID.String()), m.Revision))
+		}
+	}
+	return holding, nil
 }
 
 // setRestore writes rs's status as change makes it, when it changes.

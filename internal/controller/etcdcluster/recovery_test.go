@@ -555,6 +555,37 @@ func TestRestoreOfAnAvailableClusterNeedsConfirmation(t *testing.T) {
 	g.Expect(w.replicas()).To(BeEquivalentTo(3))
 }
 
+// TestTheOverwriteGuardAsksTheMembers: without confirmOverwrite, a
+// restore of a cluster whose last status says Unknown (a passing
+// Unreachable) is refused when a member answers with data; when no member
+// answers, it goes ahead.
+func TestTheOverwriteGuardAsksTheMembers(t *testing.T) {
+	unknown := func(c *etcdv1alpha1.EtcdCluster) {
+		c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionUnknown,
+			Reason: etcdv1alpha1.ReasonUnreachable, Message: "No member answered", LastTransitionTime: metav1.NewTime(t0)}}
+	}
+	t.Run("a member answers with data", func(t *testing.T) {
+		w := newRecoveryWorld(t, unknown, nightly(), inPlaceRestore("back", t0.Add(-time.Minute), false))
+		g := w.g
+		w.etcd.answer(voters(w.c, 0xa0, 0, 1, 2))
+		w.pass()
+		rs := w.restore("back")
+		failed := conditionOf(rs.Status.Conditions, etcdv1alpha1.RestoreFailed)
+		g.Expect(failed.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(failed.Reason).To(Equal(etcdv1alpha1.ReasonClusterAvailable))
+		g.Expect(failed.Message).To(ContainSubstring("kv-0 at revision 42"))
+		g.Expect(rs.Status.MembersStopped).To(BeFalse())
+		g.Expect(w.cluster().Status.Recovery).To(BeNil())
+		g.Expect(w.replicas()).To(BeEquivalentTo(3))
+	})
+	t.Run("no member answers", func(t *testing.T) {
+		w := newRecoveryWorld(t, unknown, nightly(), inPlaceRestore("back", t0.Add(-time.Minute), false))
+		w.pass()
+		w.g.Expect(w.restore("back").Status.Phase).To(Equal(etcdv1alpha1.RecoveryStopping))
+		w.g.Expect(w.replicas()).To(BeEquivalentTo(0))
+	})
+}
+
 func TestASecondRestoreWaits(t *testing.T) {
 	// The newer is named so that it sorts first by name: the order is the
 	// creation's.

@@ -1,5 +1,11 @@
 package v1alpha1
 
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
 // Condition types of an EtcdBackup.
 const (
 	// BackupComplete is True once the file was written and read back with
@@ -67,6 +73,9 @@ const (
 	// ReasonArtifactDeletionFailed: the delete Job failed; the message says
 	// how to retry or to keep the file.
 	ReasonArtifactDeletionFailed = "ArtifactDeletionFailed"
+	// ReasonInUseByRestore: deletion waits for the restores that read the
+	// backup's file to finish; the message names their clusters.
+	ReasonInUseByRestore = "InUseByRestore"
 )
 
 // Phases of an EtcdBackup, for display only.
@@ -134,3 +143,25 @@ const (
 // BackupFinalizer is on an EtcdBackup with artifactPolicy Delete: it
 // guards the deletion of the file, which is outside the cluster.
 const BackupFinalizer = "etcd.tend.dev/backup-artifact"
+
+// RestoreFinalizerPrefix begins the finalizer that an EtcdCluster's restore
+// puts on the EtcdBackup it reads (RestoreFinalizer): the backup and its
+// file stay until the restore is done, whoever deletes it meanwhile.
+const RestoreFinalizerPrefix = "restore.etcd.tend.dev/"
+
+// RestoreFinalizer is the finalizer of the restore of the EtcdCluster
+// whose UID is cluster: one per cluster, so that two clusters restoring
+// from one backup each hold it.
+func RestoreFinalizer(cluster types.UID) string { return RestoreFinalizerPrefix + string(cluster) }
+
+// RestoringClusters are the UIDs of the clusters whose restores hold
+// finalizers (a backup's): the restores that read it now.
+func RestoringClusters(finalizers []string) []string {
+	var uids []string
+	for _, f := range finalizers {
+		if uid, ok := strings.CutPrefix(f, RestoreFinalizerPrefix); ok {
+			uids = append(uids, uid)
+		}
+	}
+	return uids
+}

@@ -3,6 +3,7 @@ package etcdbackup
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,6 +32,9 @@ const requeueStopping = 2 * time.Second
 func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) error {
 	b := s.backup
 	s.obs.kind = obsNone
+	if held, err := r.heldByRestores(ctx, s); err != nil || held {
+		return err
+	}
 	if !controllerutil.ContainsFinalizer(b, etcdv1alpha1.BackupFinalizer) {
 		return nil // Retain: the garbage collector deletes the Job
 	}
@@ -115,6 +119,47 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) 
 		s.requeueAfter(r.PollInterval)
 		return nil
 	}
+}
+
+// heldByRestores tells whether restores still read the deleted backup:
+// their clusters' finalizers keep it, and its file stays until they are
+// done. The finalizer of a cluster that is gone (deleted during its
+// restore, with deletionPolicy Retain) is dropped.
+func (r *BackupReconciler) heldByRestores(ctx context.Context, s *backupScope) (bool, error) {
+	b := s.backup
+	uids := etcdv1alpha1.RestoringClusters(b.Finalizers)
+	if len(uids) == 0 {
+		return false, nil
+	}
+	var clusters etcdv1alpha1.EtcdClusterList
+	if err := r.List(ctx, &clusters, client.InNamespace(b.Namespace)); err != nil {
+		return false, fmt.Errorf("listing EtcdClusters: %w", err)
+	}
+	names := map[string]string{}
+	for _, c := range clusters.Items {
+		names[string(c.UID)] = c.Name
+	}
+	var holding []string
+	patch := client.MergeFromWithOptions(b.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	for _, uid := range uids {
+		if name, ok := names[uid]; ok {
+			holding = append(holding, name)
+			continue
+		}
+		controllerutil.RemoveFinalizer(b, etcdv1alpha1.RestoreFinalizerPrefix+uid)
+	}
+	if len(holding) < len(uids) {
+		if err := r.Patch(ctx, b, patch); err != nil {
+			return false, fmt.Errorf("dropping the restore finalizers of clusters that are gone: %w", err)
+		}
+	}
+	if len(holding) == 0 {
+		return false, nil
+	}
+	s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonInUseByRestore, fmt.Sprintf(
+		"EtcdCluster %s restores from this backup: the backup and its file stay until the restore is done", strings.Join(holding, ", ")))
+	s.requeueAfter(r.PollInterval)
+	return true, nil
 }
 
 func deletingCondition(reason, msg string) *metav1.Condition {

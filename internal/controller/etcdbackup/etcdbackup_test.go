@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agent"
@@ -468,4 +470,60 @@ func TestDeletingABackupThatNeverRanLetsGoAtOnce(t *testing.T) {
 	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(b), b)) }, wait).Should(BeTrue())
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-delete"}, &batchv1.Job{}))).To(BeTrue(),
 		"no file was written, so there is none to delete")
+}
+
+// TestARestoreHoldsTheBackupAndItsFile: a backup that a cluster's restore
+// reads (its restore finalizer) keeps its file while deleted, until the
+// restore lets it go; a finalizer of a cluster that is gone is dropped.
+func TestARestoreHoldsTheBackupAndItsFile(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		cluster func(c *etcdv1alpha1.EtcdCluster) types.UID
+		held    bool
+	}{
+		{name: "by a cluster that restores from it", cluster: func(c *etcdv1alpha1.EtcdCluster) types.UID { return c.UID }, held: true},
+		{name: "by a cluster that is gone", cluster: func(*etcdv1alpha1.EtcdCluster) types.UID { return "a-deleted-clusters-uid" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := env.Namespace(t)
+			c := newCluster(t, ns, "kv", true, false)
+			b := newBackup(t, ns, "held", "kv", func(s *etcdv1alpha1.EtcdBackupSpec) {
+				s.Verify = ptr.To(false)
+				s.Destination = etcdv1alpha1.BackupDestination{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "backups", Path: "kv"}}
+			})
+			runPod(t, getJob(t, ns, "held-backup"), "held-backup-a", corev1.PodSucceeded, nil, exited("backup", 0, &backupOK))
+			g.Eventually(func(g Gomega) {
+				g.Expect(getBackup(g, b).Status.Phase).To(Equal(etcdv1alpha1.BackupPhaseComplete))
+			}, wait).Should(Succeed())
+			restore := etcdv1alpha1.RestoreFinalizer(tc.cluster(c))
+			got := getBackup(g, b)
+			patch := client.MergeFrom(got.DeepCopy())
+			got.Finalizers = append(got.Finalizers, restore)
+			g.Expect(env.Client.Patch(ctx, got, patch)).To(Succeed())
+
+			g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
+			if !tc.held {
+				getJob(t, ns, "held-delete") // the file goes at once
+				g.Eventually(func(g Gomega) { g.Expect(getBackup(g, b).Finalizers).NotTo(ContainElement(restore)) }, wait).Should(Succeed())
+				return
+			}
+			g.Eventually(func(g Gomega) {
+				d := backupCondition(getBackup(g, b), etcdv1alpha1.BackupDeleting)
+				g.Expect(d.Reason).To(Equal(etcdv1alpha1.ReasonInUseByRestore))
+				g.Expect(d.Message).To(ContainSubstring("EtcdCluster kv restores from this backup"))
+			}, wait).Should(Succeed())
+			g.Consistently(func() bool {
+				return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "held-delete"}, &batchv1.Job{}))
+			}, 2*time.Second).Should(BeTrue(), "no file is deleted while the restore reads it")
+
+			// The restore is done.
+			got = getBackup(g, b)
+			patch = client.MergeFrom(got.DeepCopy())
+			controllerutil.RemoveFinalizer(got, restore)
+			g.Expect(env.Client.Patch(ctx, got, patch)).To(Succeed())
+			getJob(t, ns, "held-delete")
+		})
+	}
 }

@@ -41,7 +41,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackups,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores,verbs=list;watch;create
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete

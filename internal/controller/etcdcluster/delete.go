@@ -139,6 +139,10 @@ type deletion struct {
 // cut short is picked up by the next.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	c := s.cluster
+	// Whatever restore the cluster ran is over.
+	if err := r.releaseBackups(ctx, c); err != nil {
+		return err
+	}
 	if !controllerutil.ContainsFinalizer(c, finalizerData) {
 		return nil
 	}

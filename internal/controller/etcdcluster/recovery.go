@@ -104,6 +104,13 @@ func (r *Reconciler) reconcileRecovery(ctx context.Context, s *scope) (bool, err
 		}
 		return true, nil
 	}
+	if rec != nil && rec.Kind == etcdv1alpha1.RecoveryFromBackup {
+		// Done: a pass that ended the restore but lost its release is
+		// made good.
+		if err := r.releaseBackups(ctx, c); err != nil {
+			return false, err
+		}
+	}
 	if _, ok := c.Annotations[etcdv1alpha1.AnnotationRecoverFrom]; ok && apimeta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionAvailable) {
 		// An approval is for the quorum loss at hand; a healthy cluster
 		// must not keep one for the next.
@@ -176,7 +183,7 @@ func (r *Reconciler) startRestore(ctx context.Context, s *scope, rs *etcdv1alpha
 				c.Name, strings.Join(holding, ", ")))
 		}
 	}
-	src, progress, err := r.resolveSource(ctx, c.Namespace, rs.Spec.BackupRef, rs.Spec.Source)
+	src, progress, err := r.resolveSource(ctx, c, rs.Spec.BackupRef, rs.Spec.Source)
 	if err != nil {
 		return false, err
 	}
@@ -186,6 +193,13 @@ func (r *Reconciler) startRestore(ctx context.Context, s *scope, rs *etcdv1alpha
 		}
 		s.requeueAfter(requeueSteady)
 		return false, r.setRestore(ctx, rs, func(st *etcdv1alpha1.EtcdRestoreStatus) { pendingRestoreStatus(st, rs, progress.message) })
+	}
+	if rs.Spec.BackupRef != nil {
+		// Before the members stop: the backup and its file stay until the
+		// restore is done.
+		if err := r.holdBackup(ctx, c, rs.Spec.BackupRef.Name); err != nil {
+			return false, err
+		}
 	}
 	rec := &etcdv1alpha1.RecoveryStatus{
 		Kind: etcdv1alpha1.RecoveryFromBackup, Restore: rs.Name, Cause: "EtcdRestore " + rs.Name,
@@ -274,6 +288,9 @@ func (r *Reconciler) advanceRecovery(ctx context.Context, s *scope, rec *etcdv1a
 			break
 		}
 	}
+	if err == nil && !recovering(rec) && rec.Kind == etcdv1alpha1.RecoveryFromBackup {
+		err = r.releaseBackups(ctx, c)
+	}
 	return err
 }
 
@@ -297,7 +314,7 @@ func (r *Reconciler) stopMembers(ctx context.Context, s *scope, rec *etcdv1alpha
 // have new IDs, and are marked anew once seen healthy.
 func (r *Reconciler) restoreMembers(ctx context.Context, s *scope, rec *etcdv1alpha1.RecoveryStatus, rs *etcdv1alpha1.EtcdRestore, data memberData) error {
 	c := s.cluster
-	src, progress, err := r.resolveSource(ctx, c.Namespace, rs.Spec.BackupRef, rs.Spec.Source)
+	src, progress, err := r.resolveSource(ctx, c, rs.Spec.BackupRef, rs.Spec.Source)
 	if err != nil {
 		return err
 	}

@@ -412,6 +412,13 @@ func TestInPlaceRestoreSteps(t *testing.T) {
 	g.Expect(rs.Status.StartTime).NotTo(BeNil())
 	g.Expect(rs.Status.RestoredFrom).To(Equal(&etcdv1alpha1.RestoredFrom{Backup: "nightly", URI: "s3://bkt/etcd/db/nightly.db.gz", Revision: 77}))
 
+	// The restore holds its backup: deleted now (retention, or a person),
+	// it and its file stay until the restore is done.
+	backup := &etcdv1alpha1.EtcdBackup{}
+	w.get("nightly", backup)
+	g.Expect(backup.Finalizers).To(ContainElement(etcdv1alpha1.RestoreFinalizer(w.c.UID)))
+	g.Expect(w.cl.Delete(w.ctx, backup)).To(Succeed())
+
 	// The pods still run: the pass waits for them, and starts no Job.
 	w.pass()
 	g.Expect(w.cluster().Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryStopping))
@@ -498,6 +505,8 @@ func TestInPlaceRestoreSteps(t *testing.T) {
 		// when Tend deletes a claim (pvc-protection counts completed pods).
 		g.Expect(w.job(fmt.Sprintf("back-%d", i))).To(BeNil(), "the finished restore Job %d is deleted", i)
 	}
+	err := w.cl.Get(w.ctx, client.ObjectKey{Namespace: "db", Name: "nightly"}, &etcdv1alpha1.EtcdBackup{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the restore is done: the backup deleted during it goes (%v)", err)
 
 	// The next pass runs the cluster as any other: nothing more to restore,
 	// the members and their volumes as they are.
@@ -552,6 +561,22 @@ func TestRestoreOfAnAvailableClusterNeedsConfirmation(t *testing.T) {
 	// A refused restore stays refused.
 	w.pass()
 	g.Expect(w.cluster().Status.Recovery).To(BeNil())
+	g.Expect(w.replicas()).To(BeEquivalentTo(3))
+}
+
+// TestARestoreDoesNotStartFromABackupBeingDeleted: its file goes with it.
+func TestARestoreDoesNotStartFromABackupBeingDeleted(t *testing.T) {
+	going := nightly()
+	going.Finalizers = []string{etcdv1alpha1.BackupFinalizer}
+	going.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	w := newRecoveryWorld(t, nil, going, inPlaceRestore("back", t0.Add(-time.Minute), true))
+	g := w.g
+	w.pass()
+	rs := w.restore("back")
+	failed := conditionOf(rs.Status.Conditions, etcdv1alpha1.RestoreFailed)
+	g.Expect(failed.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(failed.Message).To(ContainSubstring("EtcdBackup nightly is being deleted"))
+	g.Expect(rs.Status.MembersStopped).To(BeFalse())
 	g.Expect(w.replicas()).To(BeEquivalentTo(3))
 }
 
@@ -767,7 +792,7 @@ func TestARestoreOfAReusedNameRestoresAgain(t *testing.T) {
 	w := newRecoveryWorld(t, nil, nightly(), weekly)
 	g := w.g
 	// What the earlier EtcdRestore "back" left: its Jobs, done.
-	src, progress, err := w.r.resolveSource(w.ctx, "db", &corev1.LocalObjectReference{Name: "nightly"}, nil)
+	src, progress, err := w.r.resolveSource(w.ctx, w.c, &corev1.LocalObjectReference{Name: "nightly"}, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(progress).To(BeNil())
 	for i := range 3 {

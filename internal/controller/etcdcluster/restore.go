@@ -174,12 +174,13 @@ func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, ag
 // that is not Complete yet makes the restore wait; one that failed stops it.
 func (r *Reconciler) resolveRestoreSource(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*restoreSource, *restoreProgress, error) {
 	spec := c.Spec.Bootstrap.Restore
-	return r.resolveSource(ctx, c.Namespace, spec.BackupRef, spec.Source)
+	return r.resolveSource(ctx, c, spec.BackupRef, spec.Source)
 }
 
-// resolveSource finds a restore's file: an EtcdBackup in namespace, or an
-// explicit source.
-func (r *Reconciler) resolveSource(ctx context.Context, namespace string, backupRef *corev1.LocalObjectReference, source *etcdv1alpha1.RestoreSource) (*restoreSource, *restoreProgress, error) {
+// resolveSource finds the file of a restore of c: an EtcdBackup in c's
+// namespace, or an explicit source.
+func (r *Reconciler) resolveSource(ctx context.Context, c *etcdv1alpha1.EtcdCluster, backupRef *corev1.LocalObjectReference, source *etcdv1alpha1.RestoreSource) (*restoreSource, *restoreProgress, error) {
+	namespace := c.Namespace
 	if source != nil {
 		loc := podspec.Source(*source)
 		return &restoreSource{loc: loc, sha256: source.SHA256, compression: source.Compression,
@@ -194,6 +195,10 @@ func (r *Reconciler) resolveSource(ctx context.Context, namespace string, backup
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading EtcdBackup %s: %w", name, err)
+	}
+	if sourceDeleting(c, b) {
+		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true,
+			message: fmt.Sprintf("EtcdBackup %s is being deleted, and its file with it: restore from another backup", name)}, nil
 	}
 	if f := apimeta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.BackupFailed); f != nil && f.Status == metav1.ConditionTrue {
 		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true,
@@ -230,6 +235,11 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 			s.requeueAfter(requeueSteady)
 		}
 		return false, nil
+	}
+	if ref := c.Spec.Bootstrap.Restore.BackupRef; ref != nil {
+		if err := r.holdBackup(ctx, c, ref.Name); err != nil {
+			return false, err
+		}
 	}
 	var done []*batchv1.Job
 	var failed, foreign []string
@@ -268,6 +278,9 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 		s.requeueAfter(requeueSteady)
 		return false, nil
 	case len(failed) > 0:
+		if err := r.releaseBackups(ctx, c); err != nil {
+			return false, err
+		}
 		s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, from: &from, message: fmt.Sprintf(
 			"Restoring from %s failed: %s. The Jobs' pod logs say why; delete the EtcdCluster and create it again once the cause is fixed",
 			from.URI, strings.Join(failed, "; "))}
@@ -285,7 +298,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 			return false, err
 		}
 	}
-	return true, nil
+	return true, r.releaseBackups(ctx, c)
 }
 
 // recordRestored reports the restore of a new cluster as done, once its
@@ -309,7 +322,7 @@ func (r *Reconciler) recordRestored(ctx context.Context, s *scope) error {
 		from.Time.Time = s.now.Truncate(time.Second)
 	}
 	s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoredFromBackup, done: true, from: &from}
-	return nil
+	return r.releaseBackups(ctx, c)
 }
 
 // jobStateOf reads a Job's terminal conditions.

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -96,8 +97,8 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		r.event(c, corev1.EventTypeNormal, "UpdateRetargeted", "Update", "The spec changed during the roll: rolling to revision %s (%s) instead of %s", rev, version(c), u.Revision)
 		u.Revision, u.To, u.CheckJob = rev, version(c), ""
 	}
-	if u.Cause == etcdv1alpha1.UpdateCauseOperator {
-		r.rolls.keep(client.ObjectKeyFromObject(c)) // a roll under way keeps its slot, also after a restart
+	if keepsRollSlot(c, u) {
+		r.rolls.keep(client.ObjectKeyFromObject(c))
 	}
 
 	if s.upgrade.minor {
@@ -129,6 +130,9 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope, cli Members, v
 		return r.reconcileCheckJob(ctx, s, u, obs)
 	case rollWait:
 	case rollStalled:
+		// It goes on only once someone acts: its slot goes to the next
+		// cluster meanwhile, and it takes one again when it moves.
+		r.rolls.release(client.ObjectKeyFromObject(c))
 		obs.reason, obs.degraded = etcdv1alpha1.ReasonUpdateStalled, true
 		obs.message = fmt.Sprintf("%s. The roll stopped: no other member is touched. Read the pod's events and logs (kubectl describe pod -n %s %s); "+
 			"correct the spec (for example the image or version) and Tend restarts %s with it and goes on", action.message, c.Namespace, action.member.Name, action.member.Name)
@@ -223,6 +227,22 @@ func stalledBefore(c *etcdv1alpha1.EtcdCluster) bool {
 	return false
 }
 
+// keepsRollSlot tells whether the roll u of c holds one of the slots of
+// operator-caused rolls: one under way does, also after a restart of the
+// manager; one that stalled (a member that did not come back, a check Job
+// that failed) waits for a person without one, so that it does not hold
+// every other cluster's roll for ever.
+func keepsRollSlot(c *etcdv1alpha1.EtcdCluster, u *etcdv1alpha1.UpdateStatus) bool {
+	return u.Cause == etcdv1alpha1.UpdateCauseOperator && !stalledBefore(c) && !checkFailedBefore(c)
+}
+
+// checkFailedBefore tells whether the last status said the roll's check
+// Job failed.
+func checkFailedBefore(c *etcdv1alpha1.EtcdCluster) bool {
+	d := apimeta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+	return d != nil && d.Status == metav1.ConditionTrue && d.Reason == etcdv1alpha1.ReasonUpdateCheckFailed
+}
+
 // reconcileCheckJob runs the check Job once every member runs the
 // revision, and ends the roll when it succeeds.
 func (r *Reconciler) reconcileCheckJob(ctx context.Context, s *scope, u *etcdv1alpha1.UpdateStatus, obs *rollObservation) error {
@@ -249,6 +269,7 @@ func (r *Reconciler) reconcileCheckJob(ctx context.Context, s *scope, u *etcdv1a
 		obs.update, obs.finished = nil, true
 		obs.reason, obs.message = "", ""
 	case jobFailed:
+		r.rolls.release(client.ObjectKeyFromObject(c)) // as a stalled roll
 		obs.reason, obs.degraded = etcdv1alpha1.ReasonUpdateCheckFailed, true
 		obs.message = fmt.Sprintf("Every member runs the new revision, but the check Job %s failed (%s). Read its logs (kubectl logs -n %s job/%s); delete the Job to check again", name, msg, c.Namespace, name)
 	default:

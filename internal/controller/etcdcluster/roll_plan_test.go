@@ -5,8 +5,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
@@ -205,4 +207,28 @@ func TestRollSlots(t *testing.T) {
 	s.release(cl)
 	g.Expect(s.acquire(b, 1)).To(BeTrue())
 	g.Expect(s.acquire(d, 0)).To(BeFalse(), "a bound below one means one")
+}
+
+func TestAStalledRollHoldsNoSlot(t *testing.T) {
+	degraded := func(reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason}}
+	}
+	for _, tc := range []struct {
+		name  string
+		cause etcdv1alpha1.UpdateCause
+		conds []metav1.Condition
+		want  bool
+	}{
+		{"an operator roll under way", etcdv1alpha1.UpdateCauseOperator, nil, true},
+		{"a roll of the cluster's own spec takes no slot", etcdv1alpha1.UpdateCauseSpec, nil, false},
+		{"a stalled member", etcdv1alpha1.UpdateCauseOperator, degraded(etcdv1alpha1.ReasonUpdateStalled), false},
+		{"a failed check", etcdv1alpha1.UpdateCauseOperator, degraded(etcdv1alpha1.ReasonUpdateCheckFailed), false},
+		{"another warning", etcdv1alpha1.UpdateCauseOperator, degraded(etcdv1alpha1.ReasonMembersUnhealthy), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1alpha1.EtcdCluster{}
+			c.Status.Conditions = tc.conds
+			NewWithT(t).Expect(keepsRollSlot(c, &etcdv1alpha1.UpdateStatus{Cause: tc.cause})).To(Equal(tc.want))
+		})
+	}
 }

@@ -16,6 +16,11 @@ import (
 func (r *Reconciler) publish(ctx context.Context, q *sqsv1alpha1.Queue) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name + "-queue"}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
+		if cm.ResourceVersion != "" && !metav1.IsControlledBy(cm, q) {
+			// Another's ConfigMap of that name: Tend overwrites only what
+			// it made.
+			return fmt.Errorf("ConfigMap %s exists but was not made by Tend for this Queue; delete or rename it", cm.Name)
+		}
 		cm.Labels = map[string]string{"app.kubernetes.io/managed-by": "tend", "sqs.tend.dev/queue": q.Name}
 		cm.Data = map[string]string{"queueName": q.SQSName(), "queueURL": q.Status.QueueURL, "queueARN": q.Status.QueueARN}
 		return controllerutil.SetControllerReference(q, cm, r.Scheme())

@@ -198,3 +198,28 @@ func TestPauseHoldsChangesUntilResumed(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	waitReady(g, q)
 }
+
+// TestAnotherConfigMapOfThePublishedNameIsLeftAlone: a ConfigMap named
+// <queue>-queue that Tend did not make for the Queue (even one carrying
+// Tend's label) is neither overwritten nor taken over.
+func TestAnotherConfigMapOfThePublishedNameIsLeftAlone(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	theirs := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine-queue", Labels: map[string]string{"app.kubernetes.io/managed-by": "tend"}},
+		Data:       map[string]string{"queueURL": "https://example.com/someone-elses"},
+	}
+	g.Expect(env.Client.Create(context.Background(), theirs)).To(Succeed())
+	name := uniqueName(ns)
+	q := newQueue(ns, "mine", func(s *sqsv1alpha1.QueueSpec) { s.QueueName = name })
+	g.Expect(env.Client.Create(context.Background(), q)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(queueExists(g, name)).To(BeTrue()) }).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(theirs), cm)).To(Succeed())
+		g.Expect(cm.Data).To(Equal(theirs.Data))
+		g.Expect(cm.OwnerReferences).To(BeEmpty())
+		g.Expect(condition(get(g, q), sqsv1alpha1.ConditionReady)).NotTo(HavePrefix("True"))
+	}, 3*time.Second).Should(Succeed())
+}

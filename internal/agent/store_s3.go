@@ -80,7 +80,7 @@ func (s *s3Store) create(ctx context.Context, owner string, prev stored) (upload
 				if abortErr := s.abortMultipart(ctx, failed.UploadID()); abortErr != nil {
 					// Whether a retry can help is the upload's failure's
 					// call, not the cleanup's: %v, not %w.
-					u.err = fmt.Errorf("%w; and its parts stay in the bucket until the upload is aborted (aws s3api abort-multipart-upload): %v", u.err, abortErr)
+					u.err = fmt.Errorf("%w; and its parts stay in the bucket until the upload is aborted (aws s3api abort-multipart-upload): %v", u.err, abortErr) //nolint:errorlint // the cleanup's error must not classify the step
 					u.partsLeft = true
 				}
 			}

@@ -85,27 +85,9 @@ func TestLeaderFrozenPastLease(t *testing.T) {
 	defer func() { _ = w.stop() }()
 	r.Duplicates, r.Orphans = 0, 0
 
-	leader, _ := leaderAndFollower(t)
-	if _, err := signalPod(leader, managerContainer, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	frozen := time.Now()
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			_, _ = signalPod(leader, managerContainer, syscall.SIGCONT)
-		}
-	}
+	leader, thaw := r.freezeLeader(t)
 	defer thaw()
-	d, err := waitNewLeader(ctx, cluster.Client, leader.Name, frozen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Kills++
-	r.Takeovers = append(r.Takeovers, d)
 	holder, _, _ := leaseHolder(ctx, cluster.Client)
-	t.Logf("Leader %s frozen; %s leads after %.1fs", leader.Name, holder, d.Seconds())
 	w.setAllowed(3)
 	setReplicas(t, ps, 3)
 	waitPodSet(t, ps, 3)
@@ -133,6 +115,35 @@ func TestLeaderFrozenPastLease(t *testing.T) {
 	if h, _, _ := leaseHolder(ctx, cluster.Client); h == leader.Name {
 		t.Errorf("the thawed leader %s holds the Lease again, though %s took it over", leader.Name, holder)
 	}
+}
+
+// freezeLeader freezes the leading manager (SIGSTOP) and waits until
+// another replica takes its Lease over; thaw (SIGCONT) may be called more
+// than once, and must be deferred.
+func (r *row) freezeLeader(t *testing.T) (leader *corev1.Pod, thaw func()) {
+	t.Helper()
+	leader, _ = leaderAndFollower(t)
+	if _, err := signalPod(leader, managerContainer, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	thawed := false
+	thaw = func() {
+		if !thawed {
+			thawed = true
+			_, _ = signalPod(leader, managerContainer, syscall.SIGCONT)
+		}
+	}
+	d, err := waitNewLeader(t.Context(), cluster.Client, leader.Name, frozen)
+	if err != nil {
+		thaw()
+		t.Fatal(err)
+	}
+	r.Kills++
+	r.Takeovers = append(r.Takeovers, d)
+	holder, _, _ := leaseHolder(t.Context(), cluster.Client)
+	t.Logf("Leader %s frozen; %s leads after %.1fs", leader.Name, holder, d.Seconds())
+	return leader, thaw
 }
 
 // watchedPodSet creates a PodSet of one pod in ns, starts a watch of its

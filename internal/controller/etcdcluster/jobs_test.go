@@ -8,9 +8,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/agent"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -55,4 +58,34 @@ func TestEveryJobHasADeadlineAndSurvivesADrain(t *testing.T) {
 			g.Expect(ignored).To(ContainElement(corev1.DisruptionTarget))
 		})
 	}
+}
+
+// TestARecoveryResultComesOnlyFromThePodItsJobControls: a pod that merely
+// carries the recover Job's name label (a user's, or one left by a Job of
+// the same name deleted earlier) never supplies the revision a recovery
+// records; the Job's own pod does.
+func TestARecoveryResultComesOnlyFromThePodItsJobControls(t *testing.T) {
+	g := NewWithT(t)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "kv-recover-1", UID: "job-uid"}}
+	pod := func(name string, owner types.UID, revision int64) corev1.Pod {
+		msg, err := agent.Result{Op: agent.OpRecover, Recovered: &agent.Recovered{Revision: revision}}.Encode()
+		g.Expect(err).NotTo(HaveOccurred())
+		p := corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "recover", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: string(msg)}},
+			}}},
+		}
+		if owner != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: owner, Controller: ptr.To(true)}}
+		}
+		return p
+	}
+
+	_, err := resultOf([]corev1.Pod{pod("stranger", "", 7), pod("old-job", "old-uid", 8)}, job, "recover")
+	g.Expect(err).To(MatchError(ContainSubstring("no pod of it has a result")))
+
+	res, err := resultOf([]corev1.Pod{pod("stranger", "", 7), pod("old-job", "old-uid", 8), pod("own", job.UID, 42)}, job, "recover")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Recovered.Revision).To(Equal(int64(42)))
 }

@@ -642,14 +642,22 @@ func runningImageOr(s *scope) string {
 }
 
 // jobResult reads the agent's Result from the termination message of the
-// container named ctr in job's succeeded pod.
+// container named ctr in job's succeeded pod. Only a pod that job controls
+// counts: anyone can label a pod with the Job's name, and a Job of the same
+// name deleted earlier leaves pods with that label too.
 func (r *Reconciler) jobResult(ctx context.Context, job *batchv1.Job, ctr string) (agent.Result, error) {
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return agent.Result{}, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
 	}
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodSucceeded {
+	return resultOf(pods.Items, job, ctr)
+}
+
+// resultOf reads the Result of the container named ctr from the succeeded
+// pod among pods that job controls.
+func resultOf(pods []corev1.Pod, job *batchv1.Job, ctr string) (agent.Result, error) {
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodSucceeded || !metav1.IsControlledBy(&p, job) {
 			continue
 		}
 		for _, cs := range p.Status.ContainerStatuses {

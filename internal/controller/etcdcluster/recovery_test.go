@@ -679,12 +679,13 @@ func survivorWorld(t *testing.T, phase string, mutate func(*etcdv1alpha1.EtcdClu
 	})
 }
 
-// recoverPod is the succeeded pod of the recovery Job, with the agent's
-// result.
-func recoverPod(job, message string) *corev1.Pod {
+// recoverPod is the succeeded pod of the recovery Job, which controls it,
+// with the agent's result.
+func recoverPod(job *batchv1.Job, message string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: job + "-abcde", Labels: map[string]string{batchv1.JobNameLabel: job}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "recover", Image: "tend:test"}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-abcde", Labels: map[string]string{batchv1.JobNameLabel: job.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "recover", Image: "tend:test"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
 			Name: "recover", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: message}},
 		}}},
@@ -728,7 +729,7 @@ func TestSurvivorRecoverySteps(t *testing.T) {
 
 	// The Job is done, and its pod says what the survivor kept.
 	w.finishJob("kv-recover-x")
-	w.createPod(recoverPod("kv-recover-x",
+	w.createPod(recoverPod(w.job("kv-recover-x"),
 		`{"op":"recover","recovered":{"memberID":"1","clusterID":"2","revision":41,"raftIndex":51,"raftTerm":3}}`))
 	w.pass()
 	c := w.cluster()

@@ -9,8 +9,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -247,4 +250,41 @@ func TestScheduleReportsWhatItCannotUse(t *testing.T) {
 		g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionStalled)).To(BeNil())
 		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.CurrentStatus))
 	}, wait).Should(Succeed())
+}
+
+// TestRetentionDeletesOnlyTheBackupItListed: retention decides on the
+// backups it listed; when one of their names holds another object by the
+// time it deletes (deleted and made again, by hand or by another owner),
+// that object is left alone, and no deletion is claimed for it.
+func TestRetentionDeletesOnlyTheBackupItListed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	live := newBackup(t, ns, "kv-old", "kv", nil)
+	now := time.Now()
+	sc := &etcdv1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hourly"},
+		Spec: etcdv1alpha1.EtcdBackupScheduleSpec{Retention: etcdv1alpha1.Retention{KeepLast: ptr.To[int32](1)}}}
+	r := &ScheduleReconciler{Client: env.Client, Recorder: events.NewFakeRecorder(10)}
+	scope := func(uid types.UID) *scheduleScope {
+		return &scheduleScope{schedule: sc, now: now, cron: cronSchedule{loc: time.UTC}, backups: []scheduledBackup{
+			{name: "kv-new", uid: "new-uid", at: now.Add(-time.Hour), state: backupGood},
+			{name: "kv-old", uid: uid, at: now.Add(-2 * time.Hour), state: backupGood},
+		}}
+	}
+
+	s := scope("an-earlier-kv-old")
+	g.Expect(r.applyRetention(ctx, s)).To(Succeed())
+	g.Expect(s.backups[1].deleting).To(BeFalse(), "no deletion is claimed for an object retention did not list")
+	g.Consistently(func(g Gomega) {
+		g.Expect(getBackup(g, live).DeletionTimestamp).To(BeNil())
+	}, time.Second).Should(Succeed())
+
+	s = scope(live.UID)
+	g.Expect(r.applyRetention(ctx, s)).To(Succeed())
+	g.Expect(s.backups[1].deleting).To(BeTrue())
+	g.Eventually(func() bool {
+		got := &etcdv1alpha1.EtcdBackup{}
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(live), got)
+		return apierrors.IsNotFound(err) || (err == nil && !got.DeletionTimestamp.IsZero())
+	}, wait).Should(BeTrue())
 }

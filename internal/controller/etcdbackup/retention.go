@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -29,6 +30,9 @@ const (
 // it.
 type scheduledBackup struct {
 	name string
+	// uid is the backup's: retention deletes only the object it listed,
+	// never a later one made under the same name.
+	uid types.UID
 	// at is the run it was made for, in the schedule's time zone.
 	at    time.Time
 	state backupState
@@ -44,7 +48,7 @@ type scheduledBackup struct {
 
 // viewBackup turns a backup into what retention and health need.
 func viewBackup(b *etcdv1alpha1.EtcdBackup) scheduledBackup {
-	v := scheduledBackup{name: b.Name, at: b.CreationTimestamp.Time, deleting: !b.DeletionTimestamp.IsZero()}
+	v := scheduledBackup{name: b.Name, uid: b.UID, at: b.CreationTimestamp.Time, deleting: !b.DeletionTimestamp.IsZero()}
 	if t, err := time.Parse(time.RFC3339, b.Annotations[etcdv1alpha1.AnnotationScheduledTime]); err == nil {
 		v.at = t
 	}

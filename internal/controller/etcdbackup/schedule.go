@@ -134,8 +134,14 @@ func (r *ScheduleReconciler) applyRetention(ctx context.Context, s *scheduleScop
 		if !ok {
 			continue
 		}
-		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespace, Name: v.name}}
-		if err := r.Delete(ctx, b, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespace, Name: v.name, UID: v.uid}}
+		err := r.Delete(ctx, b, client.Preconditions{UID: &v.uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if apierrors.IsConflict(err) {
+			// Another backup took the name after the list: not the
+			// schedule's to delete; the next pass lists again.
+			continue
+		}
+		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting EtcdBackup %s: %w", v.name, err)
 		}
 		v.deleting = true

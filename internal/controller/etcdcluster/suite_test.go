@@ -32,3 +32,17 @@ func TestMain(m *testing.M) {
 		return env.StartManager(ctx, "0", []manager.Controller{Controller(&Options{Workers: 2, Clock: fakeClock, Connect: members.connect})})
 	}))
 }
+
+// stepPastNow moves the controller's clock d past the later of its own
+// time and the wall clock. The apiserver stamps objects with the wall
+// clock (a pod's creationTimestamp, from which a roll times a restarted
+// member), and the wall clock runs on while the fake one stands still: a
+// plain Step of d from a clock left behind by the suite's earlier tests
+// would not get d past an object made just now.
+func stepPastNow(d time.Duration) {
+	now := fakeClock.Now()
+	if wall := time.Now(); wall.After(now) {
+		now = wall
+	}
+	fakeClock.SetTime(now.Add(d))
+}

@@ -58,7 +58,7 @@ func TestEtcdQuorumLossManagerKills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		survivor, lost := survivorAndLost(ec)
+		survivor, lost := framework.SurvivorAndLost(ec)
 		loseMembers(t, ns, lost)
 		lostAt := time.Now()
 		var job string
@@ -121,22 +121,6 @@ func TestEtcdQuorumLossManagerKills(t *testing.T) {
 		t.Errorf("volumes of no member: %v", orphans)
 	}
 	r.Restarts = restartsNow(t)
-}
-
-// survivorAndLost picks the member that survives a quorum loss (the last
-// that does not lead) and the two that are lost.
-func survivorAndLost(ec *etcdv1alpha1.EtcdCluster) (string, []string) {
-	var survivor string
-	var lost []string
-	for _, m := range slices.Backward(ec.Status.Members) {
-		if survivor == "" && !m.Leader {
-			survivor = m.Name
-			continue
-		}
-		lost = append(lost, m.Name)
-	}
-	slices.Sort(lost)
-	return survivor, lost
 }
 
 // loseMembers deletes the members' volume claims (without waiting: a

@@ -305,7 +305,7 @@ func (e *etcdTest) quorumLossRecovers(t *testing.T, approve func(survivor string
 	// by raft's rules, not Tend's.
 	e.checkSameData(t)
 
-	survivor, lost := survivorAndLost(before)
+	survivor, lost := framework.SurvivorAndLost(before)
 	oldIDs := map[string]uint64{}
 	for _, m := range before.Status.Members {
 		oldIDs[m.Name] = memberID(t, before, m.Name)
@@ -403,7 +403,7 @@ func TestEtcdQuorumLossNotOnPartition(t *testing.T) {
 	})
 	before := e.waitReady(t, 3)
 	value := e.put(t, "before/freeze")
-	survivor, frozen := survivorAndLost(before)
+	survivor, frozen := framework.SurvivorAndLost(before)
 	oldIDs := map[string]uint64{}
 	for _, m := range before.Status.Members {
 		oldIDs[m.Name] = memberID(t, before, m.Name)
@@ -540,22 +540,6 @@ func TestEtcdQuorumLossNotOnPartition(t *testing.T) {
 	}
 	e.checkKeys(t, map[string]string{"before/freeze": value})
 	e.checkSameData(t)
-}
-
-// survivorAndLost picks, from a settled cluster, the member that survives a
-// loss of two, a follower, and the two lost, the leader among them.
-func survivorAndLost(ec *etcdv1alpha1.EtcdCluster) (string, []string) {
-	var survivor string
-	var lost []string
-	for _, m := range slices.Backward(ec.Status.Members) {
-		if survivor == "" && !m.Leader {
-			survivor = m.Name
-			continue
-		}
-		lost = append(lost, m.Name)
-	}
-	slices.Sort(lost)
-	return survivor, lost
 }
 
 // loseMembers deletes the volume claims of members without waiting (a

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
 
 // An EtcdCluster's parts as its contract promises them, spelled out rather
@@ -67,4 +69,21 @@ func (c *Cluster) EtcdHosts(ctx context.Context, ns, name string) (map[string]st
 		}
 	}
 	return hosts, names, nil
+}
+
+// SurvivorAndLost picks, from a settled cluster's status, the member that
+// survives a loss of all but one (the highest ordinal that does not lead)
+// and the members lost, the leader among them, sorted.
+func SurvivorAndLost(ec *etcdv1alpha1.EtcdCluster) (string, []string) {
+	var survivor string
+	var lost []string
+	for _, m := range slices.Backward(ec.Status.Members) {
+		if survivor == "" && !m.Leader {
+			survivor = m.Name
+			continue
+		}
+		lost = append(lost, m.Name)
+	}
+	slices.Sort(lost)
+	return survivor, lost
 }

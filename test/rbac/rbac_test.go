@@ -3,6 +3,7 @@ package rbac
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,9 +70,14 @@ func libraryNeeds() []libraryNeed {
 	}, {
 		// client-go's LeaseLock gets, creates and updates the Lease, in
 		// the manager's namespace unless --leader-election-namespace says
-		// otherwise.
+		// otherwise, and records a core Event on it at each change of
+		// leader (controller-runtime gives it GetEventRecorderFor's
+		// recorder).
 		pkg: "sigs.k8s.io/controller-runtime/pkg/leaderelection", fn: "NewResourceLock",
-		why: "leader election's Lease", rights: leases("get", "create", "update"),
+		why: "leader election's Lease and its Events",
+		rights: append(leases("get", "create", "update"),
+			right{Resource: "events", Verb: "create", Namespace: managerNamespace},
+			right{Resource: "events", Verb: "patch", Namespace: managerNamespace}),
 	}, {
 		// The metrics endpoint asks the apiserver who the caller is and
 		// whether it may get /metrics.
@@ -94,7 +100,7 @@ var namespacedKinds = map[string]bool{"coordination.k8s.io/leases": true}
 // of config/rbac: every right the code needs must be granted to the
 // manager's ServiceAccount, and every verb of the generated role
 // (config/rbac/role.yaml, from the +kubebuilder:rbac markers) must be
-// needed by some call.
+// needed by some call; so must every verb of the other roles bound to it.
 func TestRoleGrantsWhatTheCodeCalls(t *testing.T) {
 	t.Parallel()
 	prog, err := load(root, "./cmd/tend")
@@ -125,19 +131,25 @@ func TestRoleGrantsWhatTheCodeCalls(t *testing.T) {
 		needs[r] = append(needs[r], why...)
 	}
 
-	generated, granted := readRBAC(t)
+	byRole := readRBAC(t)
+	var granted []right
+	for _, rights := range byRole {
+		granted = append(granted, rights...)
+	}
 	for _, r := range sortedRights(needs) {
 		if !slices.ContainsFunc(granted, func(g right) bool { return g.covers(r) }) {
 			t.Errorf("no role of config/rbac grants the manager %s, which it needs for:\n\t%s", r, strings.Join(uniq(needs[r]), "\n\t"))
 		}
 	}
-	for _, g := range generated {
-		used := false
-		for r := range needs {
-			used = used || g.covers(r)
-		}
-		if !used {
-			t.Errorf("config/rbac/role.yaml grants %s, which no call needs: drop it from its +kubebuilder:rbac marker", g)
+	for _, key := range slices.Sorted(maps.Keys(byRole)) {
+		for _, g := range byRole[key] {
+			used := false
+			for r := range needs {
+				used = used || g.covers(r)
+			}
+			if !used {
+				t.Errorf("%s grants %s, which no call needs: drop it (in role.yaml, from its +kubebuilder:rbac marker)", key, g)
+			}
 		}
 	}
 	if t.Failed() || testing.Verbose() {
@@ -166,9 +178,9 @@ func (a *analysis) refsTo(pkgPath, name string) []string {
 	return out
 }
 
-// readRBAC reads config/rbac: the rights of the generated role.yaml, and
-// the rights of every role bound to the manager's ServiceAccount.
-func readRBAC(t *testing.T) (generated, granted []right) {
+// readRBAC reads config/rbac: the rights of every role bound to the
+// manager's ServiceAccount, by "Kind/name in file".
+func readRBAC(t *testing.T) map[string][]right {
 	t.Helper()
 	dir := filepath.Join(root, "config", "rbac")
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -178,6 +190,7 @@ func readRBAC(t *testing.T) (generated, granted []right) {
 	type role struct {
 		rules     []rbacv1.PolicyRule
 		namespace string
+		file      string
 	}
 	roles := map[string]role{} // "Role/name" or "ClusterRole/name" → its rules
 	var generatedRoles []string
@@ -206,7 +219,7 @@ func readRBAC(t *testing.T) (generated, granted []right) {
 				if head.Kind == "Role" {
 					ns = managerNamespace
 				}
-				roles[key] = role{rules: r.Rules, namespace: ns}
+				roles[key] = role{rules: r.Rules, namespace: ns, file: filepath.Base(file)}
 				if filepath.Base(file) == "role.yaml" {
 					generatedRoles = append(generatedRoles, key)
 				}
@@ -252,16 +265,16 @@ func readRBAC(t *testing.T) (generated, granted []right) {
 		if !bound[key] {
 			t.Errorf("config/rbac binds %s, of role.yaml, to no ServiceAccount manager", key)
 		}
-		generated = append(generated, expand(roles[key])...)
 	}
+	out := map[string][]right{}
 	for key := range bound {
 		r, ok := roles[key]
 		if !ok {
 			t.Errorf("config/rbac binds the manager to %s, which it does not define", key)
 		}
-		granted = append(granted, expand(r)...)
+		out[key+" in config/rbac/"+r.file] = expand(r)
 	}
-	return generated, granted
+	return out
 }
 
 func sortedRights(m map[right][]string) []right {

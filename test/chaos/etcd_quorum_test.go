@@ -45,9 +45,11 @@ func TestEtcdQuorumLossManagerKills(t *testing.T) {
 
 	acked := map[string]string{}
 	for i := range scaled() {
-		// Keys under the writer's prefix, as checkAcked reads them; a later
-		// round's writes of the same keys replace the earlier ones'.
-		w := startWriter(t, e.client(t))
+		// Each round writes keys of its own, under the prefix checkAcked
+		// reads: a round's last write, cut short by Stop, may still be
+		// applied, and on a key an earlier round had acknowledged it would
+		// replace that value without being a lost write.
+		w := framework.StartWriter(t, e.client(t), fmt.Sprintf("%sround%02d/", writerPrefix, i+1))
 		waitWrites(t, w, 50)
 		got, failed, lastErr := w.Stop()
 		maps.Copy(acked, got)

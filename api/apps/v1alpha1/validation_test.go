@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -41,10 +42,14 @@ func TestPodSetValidation(t *testing.T) {
 	ns := env.Namespace(t)
 	for _, tc := range []struct {
 		name    string
+		objName string // empty: generated from "ps-"
 		spec    func(*appsv1alpha1.PodSetSpec)
 		wantErr string // empty: accepted
 	}{
 		{name: "minimal"},
+		{name: "name of 56 characters", objName: strings.Repeat("p", 56)},
+		{name: "name of 57 characters", objName: strings.Repeat("p", 57),
+			wantErr: "a PodSet's name is at most 56 characters: its leader Service is named <name>-leader"},
 		{name: "zero replicas", spec: func(s *appsv1alpha1.PodSetSpec) { s.Replicas = ptr.To[int32](0) }},
 		{name: "leader election", spec: func(s *appsv1alpha1.PodSetSpec) { s.LeaderElection = true }},
 		{name: "negative replicas", spec: func(s *appsv1alpha1.PodSetSpec) { s.Replicas = ptr.To[int32](-1) },
@@ -60,8 +65,10 @@ func TestPodSetValidation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ps := podSet(ns, "", tc.spec)
-			ps.GenerateName = "ps-"
+			ps := podSet(ns, tc.objName, tc.spec)
+			if tc.objName == "" {
+				ps.GenerateName = "ps-"
+			}
 			err := env.Client.Create(context.Background(), ps)
 			if tc.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())

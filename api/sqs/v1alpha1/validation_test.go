@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,9 @@ func TestQueueValidationOnCreate(t *testing.T) {
 		{name: "policy that is not an object", objName: "pol", spec: func(s *sqsv1alpha1.QueueSpec) {
 			s.Policy = &apiextensionsv1.JSON{Raw: []byte(`"allow everything"`)}
 		}, wantErr: `spec.policy: Invalid value: "string": spec.policy in body must be of type object`},
+		{name: "metadata name of 63 characters", objName: strings.Repeat("q", 63)},
+		{name: "metadata name of 64 characters", objName: strings.Repeat("q", 64),
+			wantErr: "a Queue's name is at most 63 characters: its ConfigMap carries it in the label sqs.tend.dev/queue"},
 		{name: "unknown deletion policy", objName: "dp", spec: func(s *sqsv1alpha1.QueueSpec) { s.DeletionPolicy = "Orphan" },
 			wantErr: `spec.deletionPolicy: Unsupported value: "Orphan": supported values: "Delete", "Retain"`},
 	}

@@ -56,7 +56,7 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) 
 		return r.release(ctx, s)
 	}
 	if mine && job.DeletionTimestamp.IsZero() && !jobFinished(job) && !finished(b) {
-		if err := r.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); ignoreGone(err) != nil {
+		if _, err := deleteExactly(ctx, r.Client, job); err != nil {
 			return fmt.Errorf("deleting Job %s: %w", job.Name, err)
 		}
 		record(r.Recorder, b, job, corev1.EventTypeNormal, "BackupStopped", "DeleteJob", "Deleted the running Job %s before deleting the file", job.Name)
@@ -100,7 +100,7 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) 
 			return err
 		}
 		record(r.Recorder, b, nil, corev1.EventTypeNormal, "ArtifactDeleted", "DeleteArtifact", "Deleted the file %s", uri)
-		if err := r.Delete(ctx, dj, client.Preconditions{UID: &dj.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); ignoreGone(err) != nil {
+		if _, err := deleteExactly(ctx, r.Client, dj); err != nil {
 			return fmt.Errorf("deleting Job %s: %w", dj.Name, err)
 		}
 		return nil
@@ -220,14 +220,20 @@ func (r *BackupReconciler) activePods(ctx context.Context, ns, job string) (stri
 	return "", nil
 }
 
-// ignoreGone drops the error of a delete whose object is gone: not found,
-// or its UID precondition failed, so the name now holds another object,
-// which is not this delete's to touch.
-func ignoreGone(err error) error {
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
+// deleteExactly deletes obj, in the background, if it is still the object
+// that was read: its UID is the delete's precondition. It reports whether
+// that object is gone or going; false when the name now holds another
+// object, which is not this delete's to touch.
+func deleteExactly(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+	uid := obj.GetUID()
+	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case apierrors.IsConflict(err):
+		return false, nil
+	case client.IgnoreNotFound(err) != nil:
+		return false, err
 	}
-	return err
+	return true, nil
 }
 
 // release removes the finalizer: the file is gone, or is to be kept.

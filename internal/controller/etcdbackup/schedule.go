@@ -135,14 +135,14 @@ func (r *ScheduleReconciler) applyRetention(ctx context.Context, s *scheduleScop
 			continue
 		}
 		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespace, Name: v.name, UID: v.uid}}
-		err := r.Delete(ctx, b, client.Preconditions{UID: &v.uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if apierrors.IsConflict(err) {
+		deleted, err := deleteExactly(ctx, r.Client, b)
+		if err != nil {
+			return fmt.Errorf("deleting EtcdBackup %s: %w", v.name, err)
+		}
+		if !deleted {
 			// Another backup took the name after the list: not the
 			// schedule's to delete; the next pass lists again.
 			continue
-		}
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting EtcdBackup %s: %w", v.name, err)
 		}
 		v.deleting = true
 		record(r.Recorder, sc, b, corev1.EventTypeNormal, "BackupDeleted", "DeleteBackup", "Deleted EtcdBackup %s, of the run at %s: %s",

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/aws"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/podspec"
@@ -35,7 +36,7 @@ import (
 // the binary.
 type agentRun struct {
 	code   int
-	result agent.Result
+	result agentapi.Result
 	output string
 }
 
@@ -57,7 +58,7 @@ func runStep(t *testing.T, op string, args ...string) agentRun {
 	msg, err := os.ReadFile(path)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "every step writes its result; output:\n%s", out.String())
 	NewWithT(t).Expect(len(msg)).To(BeNumerically("<=", 4096))
-	r.result, err = agent.ParseResult(string(msg), op)
+	r.result, err = agentapi.ParseResult(string(msg), op)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "%s", msg)
 	return r
 }
@@ -126,7 +127,7 @@ func TestAgentsVerifyPod(t *testing.T) {
 
 	backup := runStep(t, "backup", append(append(append([]string{"backup"}, clusterArgs...),
 		"--to=s3://backups/etcd/ns/b1.db.zst"), append(s3Args, "--compression=Zstd", "--owner=uid-1", "--result-file="+resultFile)...)...)
-	g.Expect(backup.code).To(Equal(agent.ExitOK), backup.output)
+	g.Expect(backup.code).To(Equal(agentapi.ExitOK), backup.output)
 	g.Expect(backup.result.Artifact.URI).To(Equal("s3://backups/etcd/ns/b1.db.zst"))
 	g.Expect(backup.result.Artifact.Compression).To(Equal("Zstd"))
 	g.Expect(backup.result.Snapshot.Member).To(Equal("m0"))
@@ -139,7 +140,7 @@ func TestAgentsVerifyPod(t *testing.T) {
 
 	snapshot := filepath.Join(scratch, "snapshot.db")
 	fetch := runStep(t, "fetch", append(append([]string{"fetch", "--from-result=" + resultFile}, s3Args...), "--out="+snapshot)...)
-	g.Expect(fetch.code).To(Equal(agent.ExitOK), fetch.output)
+	g.Expect(fetch.code).To(Equal(agentapi.ExitOK), fetch.output)
 	g.Expect(fetch.result.Artifact).To(Equal(backup.result.Artifact))
 
 	clientURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
@@ -152,13 +153,13 @@ func TestAgentsVerifyPod(t *testing.T) {
 
 	verifyArgs := append(append([]string{"verify", "--local-endpoint=" + clientURL}, clusterArgs...), "--backup-result="+resultFile)
 	noPassword := runStep(t, "verify", verifyArgs...)
-	g.Expect(noPassword.code).To(Equal(agent.ExitTerminal), noPassword.output)
+	g.Expect(noPassword.code).To(Equal(agentapi.ExitTerminal), noPassword.output)
 	g.Expect(noPassword.result.Terminal).To(BeTrue())
 	g.Expect(noPassword.result.Error).To(ContainSubstring("ETCD_ROOT_PASSWORD"))
 
 	t.Setenv(rootPasswordEnv, password)
 	verify := runStep(t, "verify", verifyArgs...)
-	g.Expect(verify.code).To(Equal(agent.ExitOK), verify.output)
+	g.Expect(verify.code).To(Equal(agentapi.ExitOK), verify.output)
 	g.Expect(verify.result.Verification.Matches).To(BeTrue())
 	g.Expect(verify.result.Verification.Revision).To(BeNumerically(">=", backup.result.Snapshot.Revision))
 	g.Expect(verify.output).NotTo(ContainSubstring(password), "the password is never logged")
@@ -167,7 +168,7 @@ func TestAgentsVerifyPod(t *testing.T) {
 	// The owner's delete Job removes the object; a second run finds it gone.
 	for range 2 {
 		del := runStep(t, "delete", append(append([]string{"artifact", "delete", "--uri=s3://backups/etcd/ns/b1.db.zst"}, s3Args...), "--owner=uid-1")...)
-		g.Expect(del.code).To(Equal(agent.ExitOK), del.output)
+		g.Expect(del.code).To(Equal(agentapi.ExitOK), del.output)
 	}
 }
 
@@ -194,7 +195,7 @@ func TestAgentsCheck(t *testing.T) {
 	args := []string{"check", "--connection-dir=" + connectionDir, "--client-tls-dir=" + clientTLSDir}
 
 	check := runStep(t, "check", append(args, "--version=v"+version)...)
-	g.Expect(check.code).To(Equal(agent.ExitOK), check.output)
+	g.Expect(check.code).To(Equal(agentapi.ExitOK), check.output)
 	c := check.result.Check
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.ClusterVersion).To(Equal(version[:strings.LastIndex(version, ".")] + ".0"))
@@ -205,7 +206,7 @@ func TestAgentsCheck(t *testing.T) {
 	g.Expect(check.output).NotTo(ContainSubstring(password))
 
 	wrong := runStep(t, "check", append(args, "--version=v"+version+"0", "--timeout=3s")...)
-	g.Expect(wrong.code).To(Equal(agent.ExitFailed), wrong.output)
+	g.Expect(wrong.code).To(Equal(agentapi.ExitFailed), wrong.output)
 	g.Expect(wrong.result.Terminal).To(BeFalse())
 	g.Expect(wrong.result.Error).To(ContainSubstring("runs " + version + ", not " + version + "0"))
 	g.Expect(wrong.output).To(ContainSubstring("The cluster did not pass the check yet"))
@@ -301,14 +302,14 @@ func TestAgentsRecover(t *testing.T) {
 			args := []string{"recover", "--endpoint=" + clientURL, "--member=" + survivor.Name, "--timeout=2m"}
 			if tt.auth {
 				noPassword := runStep(t, "recover", args...)
-				g.Expect(noPassword.code).To(Equal(agent.ExitTerminal), noPassword.output)
+				g.Expect(noPassword.code).To(Equal(agentapi.ExitTerminal), noPassword.output)
 				g.Expect(noPassword.result.Error).To(ContainSubstring("set ETCD_ROOT_PASSWORD"))
 				g.Expect(noPassword.result.Error).To(ContainSubstring("user name is empty"))
 				g.Expect(noPassword.result.Recovered).To(BeNil())
 				t.Setenv(rootPasswordEnv, password)
 			}
 			rec := runStep(t, "recover", args...)
-			g.Expect(rec.code).To(Equal(agent.ExitOK), rec.output)
+			g.Expect(rec.code).To(Equal(agentapi.ExitOK), rec.output)
 			g.Expect(rec.result.Error).To(BeEmpty())
 			kept := rec.result.Recovered
 			g.Expect(kept).NotTo(BeNil())
@@ -359,7 +360,7 @@ func TestAgentsRecover(t *testing.T) {
 			t.Logf("etcd --force-new-cluster ended on SIGTERM with %q", sidecar.Stop())
 			etcdserver.StartOnDataDir(t, cluster.Bin.Etcd, survivor.DataDir, survivor.Name, clientURL, peerURL)
 			again := runStep(t, "recover", args...)
-			g.Expect(again.code).To(Equal(agent.ExitOK), again.output)
+			g.Expect(again.code).To(Equal(agentapi.ExitOK), again.output)
 			g.Expect(again.result.Recovered.MemberID).To(Equal(survivorID))
 			g.Expect(again.result.Recovered.Revision).To(Equal(kept.Revision))
 			expectOneMemberWithKeys(clientURL)
@@ -375,7 +376,7 @@ func TestAgentsRecoverWholeCluster(t *testing.T) {
 	cluster := etcdserver.Start(t, etcdserver.Options{Members: 3})
 	m := cluster.Members()[0]
 	r := runStep(t, "recover", "recover", "--endpoint="+m.ClientURL, "--member="+m.Name, "--timeout=3s")
-	g.Expect(r.code).To(Equal(agent.ExitFailed), r.output)
+	g.Expect(r.code).To(Equal(agentapi.ExitFailed), r.output)
 	g.Expect(r.result.Terminal).To(BeFalse())
 	g.Expect(r.result.Recovered).To(BeNil())
 	g.Expect(r.result.Error).To(ContainSubstring("member " + m.Name + " did not recover in"))
@@ -433,41 +434,41 @@ func TestAgentsJoinCheck(t *testing.T) {
 		name, dataDir, member, peerURL, initialCluster, state string
 		timeout                                               string
 		wantCode                                              int
-		want                                                  *agent.JoinCheckResult
+		want                                                  *agentapi.JoinCheckResult
 		wantErr                                               []string
 	}{
 		{
 			name: "a data directory with a WAL, no peer up", dataDir: withWAL, member: "m1", peerURL: members[1].PeerURL,
 			initialCluster: "m0=" + closed + ",m1=" + members[1].PeerURL, state: "existing",
-			want: &agent.JoinCheckResult{Decision: agent.JoinHasData},
+			want: &agentapi.JoinCheckResult{Decision: agent.JoinHasData},
 		},
 		{
 			name: "a new cluster's first start, no peer up", member: "m1", peerURL: members[1].PeerURL,
 			initialCluster: "m0=" + closed + ",m1=" + members[1].PeerURL, state: "new",
-			want: &agent.JoinCheckResult{Decision: agent.JoinNewCluster},
+			want: &agentapi.JoinCheckResult{Decision: agent.JoinNewCluster},
 		},
 		{
 			name: "a started member with an empty data directory", member: members[1].Name, peerURL: members[1].PeerURL,
 			initialCluster: strings.Join(initial, ","), state: "existing",
-			wantCode: agent.ExitFailed,
-			want:     &agent.JoinCheckResult{Decision: agent.JoinLostData, MemberID: m1ID, Peer: members[0].PeerURL},
+			wantCode: agentapi.ExitFailed,
+			want:     &agentapi.JoinCheckResult{Decision: agent.JoinLostData, MemberID: m1ID, Peer: members[0].PeerURL},
 			wantErr: []string{"member " + members[1].Name + " (" + m1ID + ") has run before and its data directory ",
 				" is empty: it lost its data and must not rejoin under its old identity; the operator replaces it"},
 		},
 		{
 			name: "a learner just added", member: learner.Name, peerURL: learner.PeerURL,
 			initialCluster: strings.Join(append(initial, learner.Name+"="+learner.PeerURL), ","), state: "existing",
-			want: &agent.JoinCheckResult{Decision: agent.JoinNotStarted, MemberID: learnerID, Peer: members[0].PeerURL},
+			want: &agentapi.JoinCheckResult{Decision: agent.JoinNotStarted, MemberID: learnerID, Peer: members[0].PeerURL},
 		},
 		{
 			name: "a peer URL that no member has, the first peer down", member: "m9", peerURL: stranger,
 			initialCluster: "m8=" + closed + "," + strings.Join(initial, ","), state: "existing",
-			want: &agent.JoinCheckResult{Decision: agent.JoinNotMember, Peer: members[0].PeerURL},
+			want: &agentapi.JoinCheckResult{Decision: agent.JoinNotMember, Peer: members[0].PeerURL},
 		},
 		{
 			name: "no peer answers", member: "m1", peerURL: members[1].PeerURL,
 			initialCluster: "m0=" + closed + ",m1=" + members[1].PeerURL, state: "existing", timeout: "2s",
-			wantCode: agent.ExitFailed,
+			wantCode: agentapi.ExitFailed,
 			wantErr:  []string{"no peer answered its member list in ", "context deadline exceeded", "m0 (" + closed + "): ", "connection refused"},
 		},
 	}
@@ -483,7 +484,7 @@ func TestAgentsJoinCheck(t *testing.T) {
 			if tt.timeout != "" {
 				args = append(args, "--timeout="+tt.timeout)
 			}
-			r := runStep(t, agent.OpJoinCheck, args...)
+			r := runStep(t, agentapi.OpJoinCheck, args...)
 			g.Expect(r.code).To(Equal(tt.wantCode), r.output)
 			g.Expect(r.result.Terminal).To(BeFalse())
 			g.Expect(r.result.JoinCheck).To(Equal(tt.want))
@@ -493,7 +494,7 @@ func TestAgentsJoinCheck(t *testing.T) {
 			for _, want := range tt.wantErr {
 				g.Expect(r.result.Error).To(ContainSubstring(want))
 			}
-			if tt.wantCode == agent.ExitFailed && tt.want != nil {
+			if tt.wantCode == agentapi.ExitFailed && tt.want != nil {
 				g.Expect(r.result.Error).To(ContainSubstring(dataDir))
 			}
 		})
@@ -530,8 +531,8 @@ func TestAgentsJoinCheckTLS(t *testing.T) {
 	args := []string{"join-check", "--data-dir=" + t.TempDir(), "--name=" + members[2].Name, "--peer-url=" + members[2].PeerURL,
 		"--initial-cluster=" + strings.Join(initial, ","), "--state=existing"}
 
-	r := runStep(t, agent.OpJoinCheck, append(args, "--peer-tls-dir="+peerTLSDir(cluster.PKI.CAFile))...)
-	g.Expect(r.code).To(Equal(agent.ExitFailed), r.output)
+	r := runStep(t, agentapi.OpJoinCheck, append(args, "--peer-tls-dir="+peerTLSDir(cluster.PKI.CAFile))...)
+	g.Expect(r.code).To(Equal(agentapi.ExitFailed), r.output)
 	g.Expect(r.result.JoinCheck.Decision).To(Equal(agent.JoinLostData))
 	g.Expect(r.result.JoinCheck.Peer).To(Equal(members[0].PeerURL))
 	g.Expect(r.result.Error).To(ContainSubstring("member " + members[2].Name + " ("))
@@ -539,14 +540,14 @@ func TestAgentsJoinCheckTLS(t *testing.T) {
 
 	other, err := etcdserver.NewPKI(t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
-	r = runStep(t, agent.OpJoinCheck, append(args, "--peer-tls-dir="+peerTLSDir(other.CAFile), "--timeout=2s")...)
-	g.Expect(r.code).To(Equal(agent.ExitFailed), r.output)
+	r = runStep(t, agentapi.OpJoinCheck, append(args, "--peer-tls-dir="+peerTLSDir(other.CAFile), "--timeout=2s")...)
+	g.Expect(r.code).To(Equal(agentapi.ExitFailed), r.output)
 	g.Expect(r.result.JoinCheck).To(BeNil())
 	g.Expect(r.result.Error).To(ContainSubstring("no peer answered"))
 	g.Expect(r.result.Error).To(ContainSubstring("certificate signed by unknown authority"))
 
-	noTLS := runStep(t, agent.OpJoinCheck, args...)
-	g.Expect(noTLS.code).To(Equal(agent.ExitTerminal), noTLS.output)
+	noTLS := runStep(t, agentapi.OpJoinCheck, args...)
+	g.Expect(noTLS.code).To(Equal(agentapi.ExitTerminal), noTLS.output)
 	g.Expect(noTLS.result.Error).To(ContainSubstring("is https, and no peer TLS directory is given"))
 }
 
@@ -561,34 +562,34 @@ func TestAgentsExitCodes(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{name: "backup without its connection files", op: "backup", args: []string{"backup", "--owner=u"}, wantCode: agent.ExitTerminal, wantErr: "reading the cluster's endpoints"},
-		{name: "an unknown flag", op: "fetch", args: []string{"fetch", "--nope"}, wantCode: agent.ExitTerminal, wantErr: "flag provided but not defined"},
-		{name: "a stray argument", op: "delete", args: []string{"artifact", "delete", "extra"}, wantCode: agent.ExitTerminal, wantErr: "unexpected arguments"},
-		{name: "a timeout of zero", op: "delete", args: []string{"artifact", "delete", "--timeout=0s"}, wantCode: agent.ExitTerminal, wantErr: "--timeout must be positive"},
-		{name: "fetch with both sources", op: "fetch", args: []string{"fetch", "--from-result=/x", "--from=s3://bucket/k"}, wantCode: agent.ExitTerminal, wantErr: "--from-result gives the artifact"},
-		{name: "fetch from a missing result file", op: "fetch", args: []string{"fetch", "--from-result=/nonexistent.json", "--out=/tmp/x"}, wantCode: agent.ExitTerminal, wantErr: "no such file"},
-		{name: "verify without a backup result", op: "verify", args: []string{"verify", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9")}, wantCode: agent.ExitTerminal, wantErr: "--backup-result is required"},
-		{name: "prepare an empty data directory", op: "prepare", args: []string{"restore", "prepare", "--data-dir=" + dataDir, "--id=r1"}, wantCode: agent.ExitOK},
-		{name: "install with nothing restored", op: "install", args: []string{"restore", "install", "--data-dir=" + dataDir, "--id=r1"}, wantCode: agent.ExitFailed, wantErr: "did etcdutl snapshot restore run?"},
-		{name: "install without an id", op: "install", args: []string{"restore", "install", "--data-dir=" + dataDir}, wantCode: agent.ExitTerminal, wantErr: "restore id"},
-		{name: "delete a file that is not there", op: "delete", args: []string{"artifact", "delete", "--uri=file://" + filepath.Join(dataDir, "gone.db"), "--owner=u"}, wantCode: agent.ExitOK},
-		{name: "delete without an owner", op: "delete", args: []string{"artifact", "delete", "--uri=file:///x/gone.db"}, wantCode: agent.ExitTerminal, wantErr: "owner is empty"},
-		{name: "check without a version", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9")}, wantCode: agent.ExitTerminal, wantErr: `version "" is not vX.Y.Z`},
-		{name: "check a version without its v", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=3.6.16"}, wantCode: agent.ExitTerminal, wantErr: "is not vX.Y.Z"},
-		{name: "check a cluster that does not answer", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=v3.6.16", "--timeout=1s"}, wantCode: agent.ExitFailed, wantErr: "did not pass the check"},
-		{name: "recover without a member", op: "recover", args: []string{"recover"}, wantCode: agent.ExitTerminal, wantErr: "the member's name is empty"},
-		{name: "recover on an https endpoint", op: "recover", args: []string{"recover", "--member=m0", "--endpoint=https://127.0.0.1:2379"}, wantCode: agent.ExitTerminal, wantErr: "is not http://host:port"},
-		{name: "join-check without a state", op: agent.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--peer-url=http://127.0.0.1:9", "--initial-cluster=m0=http://127.0.0.1:9"}, wantCode: agent.ExitTerminal, wantErr: `state "" is neither new nor existing`},
-		{name: "join-check without a peer URL", op: agent.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--initial-cluster=m0=http://127.0.0.1:9", "--state=new"}, wantCode: agent.ExitTerminal, wantErr: "peer URL"},
-		{name: "join-check with a bad initial cluster", op: agent.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--peer-url=http://127.0.0.1:9", "--initial-cluster=http://127.0.0.1:9", "--state=new"}, wantCode: agent.ExitTerminal, wantErr: "is not name=peerURL"},
-		{name: "recover an etcd that does not answer", op: "recover", args: []string{"recover", "--member=m0", "--endpoint=http://127.0.0.1:9", "--timeout=1s"}, wantCode: agent.ExitFailed, wantErr: "no answer to the status request at http://127.0.0.1:9"},
+		{name: "backup without its connection files", op: "backup", args: []string{"backup", "--owner=u"}, wantCode: agentapi.ExitTerminal, wantErr: "reading the cluster's endpoints"},
+		{name: "an unknown flag", op: "fetch", args: []string{"fetch", "--nope"}, wantCode: agentapi.ExitTerminal, wantErr: "flag provided but not defined"},
+		{name: "a stray argument", op: "delete", args: []string{"artifact", "delete", "extra"}, wantCode: agentapi.ExitTerminal, wantErr: "unexpected arguments"},
+		{name: "a timeout of zero", op: "delete", args: []string{"artifact", "delete", "--timeout=0s"}, wantCode: agentapi.ExitTerminal, wantErr: "--timeout must be positive"},
+		{name: "fetch with both sources", op: "fetch", args: []string{"fetch", "--from-result=/x", "--from=s3://bucket/k"}, wantCode: agentapi.ExitTerminal, wantErr: "--from-result gives the artifact"},
+		{name: "fetch from a missing result file", op: "fetch", args: []string{"fetch", "--from-result=/nonexistent.json", "--out=/tmp/x"}, wantCode: agentapi.ExitTerminal, wantErr: "no such file"},
+		{name: "verify without a backup result", op: "verify", args: []string{"verify", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9")}, wantCode: agentapi.ExitTerminal, wantErr: "--backup-result is required"},
+		{name: "prepare an empty data directory", op: "prepare", args: []string{"restore", "prepare", "--data-dir=" + dataDir, "--id=r1"}, wantCode: agentapi.ExitOK},
+		{name: "install with nothing restored", op: "install", args: []string{"restore", "install", "--data-dir=" + dataDir, "--id=r1"}, wantCode: agentapi.ExitFailed, wantErr: "did etcdutl snapshot restore run?"},
+		{name: "install without an id", op: "install", args: []string{"restore", "install", "--data-dir=" + dataDir}, wantCode: agentapi.ExitTerminal, wantErr: "restore id"},
+		{name: "delete a file that is not there", op: "delete", args: []string{"artifact", "delete", "--uri=file://" + filepath.Join(dataDir, "gone.db"), "--owner=u"}, wantCode: agentapi.ExitOK},
+		{name: "delete without an owner", op: "delete", args: []string{"artifact", "delete", "--uri=file:///x/gone.db"}, wantCode: agentapi.ExitTerminal, wantErr: "owner is empty"},
+		{name: "check without a version", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9")}, wantCode: agentapi.ExitTerminal, wantErr: `version "" is not vX.Y.Z`},
+		{name: "check a version without its v", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=3.6.16"}, wantCode: agentapi.ExitTerminal, wantErr: "is not vX.Y.Z"},
+		{name: "check a cluster that does not answer", op: "check", args: []string{"check", "--connection-dir=" + connectionDirOf(t, "http://127.0.0.1:9"), "--version=v3.6.16", "--timeout=1s"}, wantCode: agentapi.ExitFailed, wantErr: "did not pass the check"},
+		{name: "recover without a member", op: "recover", args: []string{"recover"}, wantCode: agentapi.ExitTerminal, wantErr: "the member's name is empty"},
+		{name: "recover on an https endpoint", op: "recover", args: []string{"recover", "--member=m0", "--endpoint=https://127.0.0.1:2379"}, wantCode: agentapi.ExitTerminal, wantErr: "is not http://host:port"},
+		{name: "join-check without a state", op: agentapi.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--peer-url=http://127.0.0.1:9", "--initial-cluster=m0=http://127.0.0.1:9"}, wantCode: agentapi.ExitTerminal, wantErr: `state "" is neither new nor existing`},
+		{name: "join-check without a peer URL", op: agentapi.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--initial-cluster=m0=http://127.0.0.1:9", "--state=new"}, wantCode: agentapi.ExitTerminal, wantErr: "peer URL"},
+		{name: "join-check with a bad initial cluster", op: agentapi.OpJoinCheck, args: []string{"join-check", "--data-dir=" + dataDir, "--name=m0", "--peer-url=http://127.0.0.1:9", "--initial-cluster=http://127.0.0.1:9", "--state=new"}, wantCode: agentapi.ExitTerminal, wantErr: "is not name=peerURL"},
+		{name: "recover an etcd that does not answer", op: "recover", args: []string{"recover", "--member=m0", "--endpoint=http://127.0.0.1:9", "--timeout=1s"}, wantCode: agentapi.ExitFailed, wantErr: "no answer to the status request at http://127.0.0.1:9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			r := runStep(t, tt.op, tt.args...)
 			g.Expect(r.code).To(Equal(tt.wantCode), r.output)
-			g.Expect(r.result.Terminal).To(Equal(tt.wantCode == agent.ExitTerminal))
+			g.Expect(r.result.Terminal).To(Equal(tt.wantCode == agentapi.ExitTerminal))
 			if tt.wantErr == "" {
 				g.Expect(r.result.Error).To(BeEmpty())
 				return
@@ -612,9 +613,9 @@ func TestAgentsWithoutAResult(t *testing.T) {
 		wantOut  string
 	}{
 		{args: []string{"backup", "-h"}, wantCode: 0, wantOut: "-compression"},
-		{args: []string{"restore"}, wantCode: agent.ExitTerminal, wantOut: "a subcommand is required: install or prepare"},
-		{args: []string{"restore", "undo"}, wantCode: agent.ExitTerminal, wantOut: "unknown subcommand"},
-		{args: []string{"artifact", "-h"}, wantCode: agent.ExitTerminal, wantOut: "a subcommand is required: delete"},
+		{args: []string{"restore"}, wantCode: agentapi.ExitTerminal, wantOut: "a subcommand is required: install or prepare"},
+		{args: []string{"restore", "undo"}, wantCode: agentapi.ExitTerminal, wantOut: "unknown subcommand"},
+		{args: []string{"artifact", "-h"}, wantCode: agentapi.ExitTerminal, wantOut: "a subcommand is required: delete"},
 		{args: []string{"help"}, wantCode: 0, wantOut: "restore install"},
 	}
 	for _, tt := range tests {
@@ -633,7 +634,7 @@ func TestAgentsUnwritableResult(t *testing.T) {
 	g := NewWithT(t)
 	var out bytes.Buffer
 	code := run([]string{"restore", "prepare", "--data-dir=" + t.TempDir(), "--id=r1", "--termination-message-path=/nonexistent/dir/log"}, &out)
-	g.Expect(code).To(Equal(agent.ExitFailed), out.String())
+	g.Expect(code).To(Equal(agentapi.ExitFailed), out.String())
 	g.Expect(out.String()).To(ContainSubstring("Cannot write the result"))
 }
 

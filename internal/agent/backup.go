@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
@@ -41,8 +42,8 @@ type BackupOptions struct {
 // reads the stored bytes back and checks their size and SHA-256. The
 // backup is complete only when Backup returns no error. The context's
 // deadline bounds the whole step, and every call in it.
-func Backup(ctx context.Context, o BackupOptions) (Result, error) {
-	r := Result{Op: OpBackup}
+func Backup(ctx context.Context, o BackupOptions) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpBackup}
 	loc, err := ParseURI(o.To)
 	if err != nil {
 		return r, err
@@ -99,8 +100,8 @@ func Backup(ctx context.Context, o BackupOptions) (Result, error) {
 		return r, err
 	}
 	log.Info("Read the artifact back", "sha256", written.SHA256)
-	r.Artifact = &Artifact{URI: loc.URI, SizeBytes: written.SizeBytes, SHA256: written.SHA256, Compression: string(o.Compression)}
-	r.Snapshot = &Snapshot{Member: member.Name, Revision: member.Revision, EtcdVersion: member.Version, DBSizeBytes: info.Size}
+	r.Artifact = &agentapi.Artifact{URI: loc.URI, SizeBytes: written.SizeBytes, SHA256: written.SHA256, Compression: string(o.Compression)}
+	r.Snapshot = &agentapi.Snapshot{Member: member.Name, Revision: member.Revision, EtcdVersion: member.Version, DBSizeBytes: info.Size}
 	return r, nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // stored returns the bytes and the owner record of what a backup wrote to
@@ -76,14 +78,14 @@ func TestBackupFetchRoundTrip(t *testing.T) {
 				g := NewWithT(t)
 				r, err := Backup(stepCtx(t), BackupOptions{Etcd: live.Config, To: to, S3: s3Opts(), Compression: c, Owner: "uid-1"})
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(r.Op).To(Equal(OpBackup))
+				g.Expect(r.Op).To(Equal(agentapi.OpBackup))
 				g.Expect(r.Snapshot.Revision).To(BeNumerically(">=", rev))
 				g.Expect(r.Snapshot.EtcdVersion).To(Equal("3.6.16"))
 				g.Expect(r.Snapshot.Member).To(HavePrefix("m"))
 
 				data, owner := storedAt(t, to)
 				g.Expect(owner).To(Equal("uid-1"))
-				g.Expect(r.Artifact).To(Equal(&Artifact{URI: to, SizeBytes: int64(len(data)), SHA256: sha256Hex(data), Compression: string(c)}))
+				g.Expect(r.Artifact).To(Equal(&agentapi.Artifact{URI: to, SizeBytes: int64(len(data)), SHA256: sha256Hex(data), Compression: string(c)}))
 
 				out := filepath.Join(t.TempDir(), "snapshot.db")
 				f, err := Fetch(stepCtx(t), FetchOptions{From: to, S3: s3Opts(), Compression: c, SHA256: r.Artifact.SHA256, Out: out})
@@ -143,7 +145,7 @@ func TestBackupOverwrite(t *testing.T) {
 	for _, to := range []string{"s3://" + bucket + "/owned.db", "file://" + filepath.Join(dir, "owned.db")} {
 		t.Run(to, func(t *testing.T) {
 			g := NewWithT(t)
-			backup := func(owner string) (Result, error) {
+			backup := func(owner string) (agentapi.Result, error) {
 				return Backup(stepCtx(t), BackupOptions{Etcd: live.Config, To: to, S3: s3Opts(), Compression: None, Owner: owner})
 			}
 			first, err := backup("uid-1")
@@ -153,7 +155,7 @@ func TestBackupOverwrite(t *testing.T) {
 			_, err = backup("uid-2")
 			g.Expect(err).To(MatchError(ErrRefused))
 			g.Expect(err).To(MatchError(ContainSubstring("written by uid-1, not by uid-2")))
-			g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+			g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 			data, owner := storedAt(t, to)
 			g.Expect(owner).To(Equal("uid-1"))
 			g.Expect(sha256Hex(data)).To(Equal(first.Artifact.SHA256))
@@ -205,7 +207,7 @@ func TestBackupFailures(t *testing.T) {
 		g := NewWithT(t)
 		_, err := Backup(stepCtx(t), BackupOptions{Etcd: live.Config, To: "s3://no-such-bucket-here/x.db", S3: s3Opts(), Owner: "uid-1"})
 		g.Expect(err).To(MatchError(ErrNotFound))
-		g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+		g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 	})
 	t.Run("no member answers", func(t *testing.T) {
 		g := NewWithT(t)
@@ -213,7 +215,7 @@ func TestBackupFailures(t *testing.T) {
 		cfg.Endpoints = []string{"https://127.0.0.1:9"}
 		_, err := Backup(shortCtx(t, 5*time.Second), BackupOptions{Etcd: cfg, To: "s3://" + bucket + "/x.db", S3: s3Opts(), Owner: "uid-1"})
 		g.Expect(err).To(HaveOccurred())
-		g.Expect(ExitCode(err)).To(Equal(ExitFailed), "%v", err)
+		g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed), "%v", err)
 		_, err = s3Client(t).HeadObject(stepCtx(t), headInput(Location{Bucket: bucket, Key: "x.db"}))
 		g.Expect(err).To(HaveOccurred(), "nothing was stored")
 	})
@@ -224,7 +226,7 @@ func TestBackupFailures(t *testing.T) {
 		cfg.TLS = other.Config.TLS
 		_, err := Backup(shortCtx(t, 5*time.Second), BackupOptions{Etcd: cfg, To: "s3://" + bucket + "/y.db", S3: s3Opts(), Owner: "uid-1"})
 		g.Expect(err).To(HaveOccurred())
-		g.Expect(ExitCode(err)).To(Equal(ExitTerminal), "%v", err)
+		g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal), "%v", err)
 	})
 	t.Run("bad arguments", func(t *testing.T) {
 		for _, o := range []BackupOptions{
@@ -272,7 +274,7 @@ func TestBackupSnapshotCut(t *testing.T) {
 			var err error
 			g.Eventually(done).WithTimeout(time.Minute).Should(Receive(&err))
 			g.Expect(err).To(HaveOccurred(), "the member died before it sent 40 MiB")
-			g.Expect(ExitCode(err)).To(Equal(ExitFailed), "%v", err)
+			g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed), "%v", err)
 			if dest == "s3" {
 				_, err := s3Client(t).HeadObject(stepCtx(t), headInput(Location{Bucket: bucket, Key: "cut.db"}))
 				g.Expect(err).To(HaveOccurred(), "no object after a cut snapshot")

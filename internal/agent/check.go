@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"k8s.io/utils/clock"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
@@ -68,8 +69,8 @@ const checkInterval = 2 * time.Second
 // terminal error, as do a bad Version and an error of etcd that retrying
 // cannot change (credentials, certificates). The Result's Check holds what
 // the last attempt saw, also when it failed.
-func Check(ctx context.Context, o CheckOptions) (Result, error) {
-	r := Result{Op: OpCheck}
+func Check(ctx context.Context, o CheckOptions) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpCheck}
 	want, err := parseCheckVersion(o.Version)
 	if err != nil {
 		return r, err
@@ -152,7 +153,7 @@ func (c *checker) close() {
 
 // attempt checks the cluster once. Its CheckResult is nil when it did not
 // get the member list.
-func (c *checker) attempt(ctx context.Context) (*CheckResult, error) {
+func (c *checker) attempt(ctx context.Context) (*agentapi.CheckResult, error) {
 	if c.cli == nil {
 		cli, err := withTimeout(ctx, func(ctx context.Context) (*etcd.Client, error) { return etcd.New(ctx, c.cfg) })
 		if err != nil {
@@ -164,9 +165,9 @@ func (c *checker) attempt(ctx context.Context) (*CheckResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	check := &CheckResult{Members: make([]CheckedMember, len(statuses))}
+	check := &agentapi.CheckResult{Members: make([]agentapi.CheckedMember, len(statuses))}
 	for i, s := range statuses {
-		check.Members[i] = CheckedMember{Name: s.Name, ID: s.ID.String(), Version: s.Version, Revision: s.Revision}
+		check.Members[i] = agentapi.CheckedMember{Name: s.Name, ID: s.ID.String(), Version: s.Version, Revision: s.Revision}
 	}
 	if problems := memberProblems(statuses, c.want.Server); len(problems) > 0 {
 		return check, fmt.Errorf("members not ready: %s", strings.Join(problems, "; "))

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
@@ -59,7 +60,7 @@ func TestCheck(t *testing.T) {
 
 	r, err := Check(stepCtx(t), opts)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.Op).To(Equal(OpCheck))
+	g.Expect(r.Op).To(Equal(agentapi.OpCheck))
 	c := r.Check
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.ClusterVersion).To(Equal(minor))
@@ -90,7 +91,7 @@ func TestCheck(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring("runs %s, not %s", version, otherPatch(t, version))))
 		g.Expect(err).To(MatchError(ContainSubstring("did not pass the check")))
 		g.Expect(Terminal(err)).To(BeFalse())
-		g.Expect(ExitCode(err)).To(Equal(ExitFailed))
+		g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed))
 		g.Expect(r.Check.Members).To(HaveLen(3), "what the last attempt saw")
 		g.Expect(r.Check.ClusterVersion).To(BeEmpty())
 		g.Expect(logged).NotTo(BeEmpty())
@@ -104,7 +105,7 @@ func TestCheck(t *testing.T) {
 		o.Version = version // no v
 		_, err := Check(stepCtx(t), o)
 		g.Expect(err).To(MatchError(ErrInvalid))
-		g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+		g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 	})
 
 	// Last: a member goes down, and comes back.
@@ -113,7 +114,7 @@ func TestCheck(t *testing.T) {
 	r, err = Check(shortCtx(t, 8*time.Second), opts)
 	g.Expect(err).To(MatchError(ContainSubstring(down.Name + " (")))
 	g.Expect(err).To(MatchError(ContainSubstring("unhealthy")))
-	g.Expect(ExitCode(err)).To(Equal(ExitFailed))
+	g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed))
 	g.Expect(r.Check.Members).To(HaveLen(3))
 	down.Restart(t)
 	r, err = Check(stepCtx(t), opts)
@@ -269,11 +270,11 @@ func TestCompareHashes(t *testing.T) {
 			g.Expect(Terminal(err)).To(Equal(tt.wantTerminal))
 			g.Expect(errors.Is(err, ErrDiverged)).To(Equal(tt.wantTerminal))
 			if tt.wantTerminal {
-				g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+				g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 				g.Expect(err).To(MatchError(rpctypes.ErrCorrupt), "etcd's own name for it")
 				g.Expect(err.Error()).To(HavePrefix(ErrDiverged.Error()))
 			} else {
-				g.Expect(ExitCode(err)).To(Equal(ExitFailed))
+				g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed))
 			}
 		})
 	}
@@ -283,18 +284,18 @@ func TestCompareHashes(t *testing.T) {
 // long names and an error, fits in a termination message and reads back.
 func TestCheckResultFits(t *testing.T) {
 	g := NewWithT(t)
-	c := &CheckResult{ClusterVersion: "3.6.0", Revision: 1 << 40}
+	c := &agentapi.CheckResult{ClusterVersion: "3.6.0", Revision: 1 << 40}
 	for i := range 9 {
-		c.Members = append(c.Members, CheckedMember{
+		c.Members = append(c.Members, agentapi.CheckedMember{
 			Name: fmt.Sprintf("%s-%d", strings.Repeat("n", 63), i), ID: "8e9e05c52164694d",
 			Version: "3.6.16", Revision: 1 << 40, Hash: 1<<32 - 1,
 		})
 	}
-	r := Result{Op: OpCheck, Check: c}.Failed(errors.New(strings.Repeat("a long reason; ", 500)))
+	r := Failed(agentapi.Result{Op: agentapi.OpCheck, Check: c}, errors.New(strings.Repeat("a long reason; ", 500)))
 	b, err := r.Encode()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(len(b)).To(BeNumerically("<=", maxMessage))
-	back, err := ParseResult(string(b), OpCheck)
+	g.Expect(len(b)).To(BeNumerically("<=", agentapi.MaxMessage))
+	back, err := agentapi.ParseResult(string(b), agentapi.OpCheck)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(back.Check).To(Equal(c))
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // DeleteOptions are what an artifact's deletion needs.
@@ -22,8 +24,8 @@ type DeleteOptions struct {
 // Delete removes the artifact that o.Owner wrote at o.URI, with a file's
 // .meta.json. Nothing there is done already; an artifact of another owner,
 // or of none that Tend recorded, is refused as terminal and left alone.
-func Delete(ctx context.Context, o DeleteOptions) (Result, error) {
-	r := Result{Op: OpDelete}
+func Delete(ctx context.Context, o DeleteOptions) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpDelete}
 	loc, err := ParseURI(o.URI)
 	if err != nil {
 		return r, err

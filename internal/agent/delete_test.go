@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // TestDelete deletes what an owner's backup wrote, in S3 and in files:
@@ -25,13 +27,13 @@ func TestDelete(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			del := func(owner string) error {
 				r, err := Delete(stepCtx(t), DeleteOptions{URI: to, S3: s3Opts(), Owner: owner})
-				g.Expect(r.Op).To(Equal(OpDelete))
+				g.Expect(r.Op).To(Equal(agentapi.OpDelete))
 				return err
 			}
 
 			err = del("uid-2")
 			g.Expect(err).To(MatchError(ErrRefused))
-			g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+			g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 			_, owner := storedAt(t, to)
 			g.Expect(owner).To(Equal("uid-1"), "still there")
 

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/aws"
 	"github.com/tend-dev/tend/internal/etcd"
 )
@@ -55,9 +56,19 @@ func Terminal(err error) bool {
 func ExitCode(err error) int {
 	switch {
 	case err == nil:
-		return ExitOK
+		return agentapi.ExitOK
 	case Terminal(err):
-		return ExitTerminal
+		return agentapi.ExitTerminal
 	}
-	return ExitFailed
+	return agentapi.ExitFailed
+}
+
+// Failed returns r with err recorded: its message, and whether a retry can
+// help (Terminal). A nil err leaves r as it is.
+func Failed(r agentapi.Result, err error) agentapi.Result {
+	if err != nil {
+		r.Error = err.Error()
+		r.Terminal = Terminal(err)
+	}
+	return r
 }

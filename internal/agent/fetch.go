@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // FetchOptions are what a fetch needs.
@@ -42,8 +44,8 @@ var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // terminal. Without a SHA-256, damage that the compression's own checksums
 // miss (and any, uncompressed) is left to etcdutl snapshot restore, which
 // checks the SHA-256 that etcd appends to every snapshot.
-func Fetch(ctx context.Context, o FetchOptions) (Result, error) {
-	r := Result{Op: OpFetch}
+func Fetch(ctx context.Context, o FetchOptions) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpFetch}
 	loc, err := ParseURI(o.From)
 	if err != nil {
 		return r, err
@@ -79,7 +81,7 @@ func Fetch(ctx context.Context, o FetchOptions) (Result, error) {
 		return r, err
 	}
 	o.Log.Info("Fetched the artifact", "from", loc.URI, "sizeBytes", got.SizeBytes, "sha256", got.SHA256, "out", o.Out)
-	r.Artifact = &Artifact{URI: loc.URI, SizeBytes: got.SizeBytes, SHA256: got.SHA256, Compression: string(o.Compression)}
+	r.Artifact = &agentapi.Artifact{URI: loc.URI, SizeBytes: got.SizeBytes, SHA256: got.SHA256, Compression: string(o.Compression)}
 	return r, nil
 }
 

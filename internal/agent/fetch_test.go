@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // TestFetchCatchesDamage damages stored artifacts, a flipped byte and a cut
@@ -56,7 +58,7 @@ func TestFetchCatchesDamage(t *testing.T) {
 					g.Expect(os.WriteFile(out, []byte("stale"), 0o600)).To(Succeed())
 					_, err := Fetch(stepCtx(t), FetchOptions{From: bad, S3: s3Opts(), Compression: c, SHA256: backup.Artifact.SHA256, Out: out})
 					g.Expect(err).To(MatchError(ErrChecksum))
-					g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+					g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 					entries, _ := os.ReadDir(filepath.Dir(out))
 					g.Expect(entries).To(BeEmpty(), "no output, no temporary file")
 
@@ -64,7 +66,7 @@ func TestFetchCatchesDamage(t *testing.T) {
 					_, err = Fetch(stepCtx(t), FetchOptions{From: bad, S3: s3Opts(), Compression: c, Out: out})
 					if c != None {
 						g.Expect(err).To(MatchError(ErrCorrupt), "the format's own checks")
-						g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+						g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 						return
 					}
 					g.Expect(err).NotTo(HaveOccurred(), "nothing in fetch can tell")
@@ -104,7 +106,7 @@ func TestFetchFailures(t *testing.T) {
 			}
 			_, err := Fetch(stepCtx(t), o)
 			g.Expect(err).To(MatchError(tt.wantErr))
-			g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+			g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 		})
 	}
 }

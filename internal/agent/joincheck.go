@@ -20,6 +20,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
@@ -125,8 +126,8 @@ const (
 // joined then either. Bad options, and peer certificates that cannot be
 // loaded, are terminal. The Result's JoinCheck says what was decided, also
 // on ErrLostData.
-func JoinCheck(ctx context.Context, o JoinCheckOptions) (Result, error) {
-	r := Result{Op: OpJoinCheck}
+func JoinCheck(ctx context.Context, o JoinCheckOptions) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpJoinCheck}
 	peers, err := checkJoinCheckOptions(o)
 	if err != nil {
 		return r, err
@@ -142,12 +143,12 @@ func JoinCheck(ctx context.Context, o JoinCheckOptions) (Result, error) {
 	case err != nil:
 		return r, err
 	case data:
-		r.JoinCheck = &JoinCheckResult{Decision: JoinHasData}
+		r.JoinCheck = &agentapi.JoinCheckResult{Decision: JoinHasData}
 		o.Log.Info("The data directory holds etcd data", "dataDir", o.DataDir)
 		return r, nil
 	case o.State == stateNew:
 		o.Log.Info("A new cluster's first start", "dataDir", o.DataDir)
-		r.JoinCheck = &JoinCheckResult{Decision: JoinNewCluster, Unpublished: waitPublished(ctx, o)}
+		r.JoinCheck = &agentapi.JoinCheckResult{Decision: JoinNewCluster, Unpublished: waitPublished(ctx, o)}
 		return r, nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -289,20 +290,20 @@ func (m peerMember) started() bool { return m.Name != "" || len(m.ClientURLs) > 
 // joinDecision decides, from a peer's member list, whether the member
 // with peerURL may join with an empty data directory, and returns the
 // member that has peerURL, if any.
-func joinDecision(members []peerMember, peerURL string) (JoinCheckResult, peerMember) {
+func joinDecision(members []peerMember, peerURL string) (agentapi.JoinCheckResult, peerMember) {
 	for _, m := range members {
 		for _, u := range m.PeerURLs {
 			if !sameURL(u, peerURL) {
 				continue
 			}
-			jc := JoinCheckResult{Decision: JoinNotStarted, MemberID: etcd.MemberID(m.ID).String()}
+			jc := agentapi.JoinCheckResult{Decision: JoinNotStarted, MemberID: etcd.MemberID(m.ID).String()}
 			if m.started() {
 				jc.Decision = JoinLostData
 			}
 			return jc, m
 		}
 	}
-	return JoinCheckResult{Decision: JoinNotMember}, peerMember{}
+	return agentapi.JoinCheckResult{Decision: JoinNotMember}, peerMember{}
 }
 
 // decodeMembers reads a peer's answer to GET /members.

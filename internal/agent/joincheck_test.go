@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/testing/etcdserver"
 )
 
@@ -107,52 +108,52 @@ func TestJoinDecision(t *testing.T) {
 	tests := []struct {
 		name    string
 		members []peerMember
-		want    JoinCheckResult
+		want    agentapi.JoinCheckResult
 	}{
 		{
 			name:    "a started voter",
 			members: []peerMember{voter(0xa0, "m0", "https://m0.peers.ns.svc.cluster.local:2380"), voter(0xa1, "m1", self)},
-			want:    JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
+			want:    agentapi.JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
 		},
 		{
 			name:    "a learner that started",
 			members: []peerMember{{ID: 0xa1, Name: "m1", PeerURLs: []string{self}, ClientURLs: []string{"https://m1:2379"}, IsLearner: true}},
-			want:    JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
+			want:    agentapi.JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
 		},
 		{
 			name:    "a name without client URLs",
 			members: []peerMember{{ID: 0xa1, Name: "m1", PeerURLs: []string{self}}},
-			want:    JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
+			want:    agentapi.JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
 		},
 		{
 			name:    "client URLs without a name",
 			members: []peerMember{{ID: 0xa1, PeerURLs: []string{self}, ClientURLs: []string{"https://m1:2379"}}},
-			want:    JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
+			want:    agentapi.JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
 		},
 		{
 			name:    "a learner just added",
 			members: []peerMember{voter(0xa0, "m0", "https://m0.peers.ns.svc.cluster.local:2380"), {ID: 0xb1, PeerURLs: []string{self}, IsLearner: true}},
-			want:    JoinCheckResult{Decision: JoinNotStarted, MemberID: "b1"},
+			want:    agentapi.JoinCheckResult{Decision: JoinNotStarted, MemberID: "b1"},
 		},
 		{
 			name:    "the URL among several, in another case, with a slash",
 			members: []peerMember{{ID: 0xa1, Name: "m1", PeerURLs: []string{"https://10.0.0.1:2380", "HTTPS://M1.peers.ns.svc.cluster.local:2380/"}}},
-			want:    JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
+			want:    agentapi.JoinCheckResult{Decision: JoinLostData, MemberID: "a1"},
 		},
 		{
 			name:    "not in the list",
 			members: []peerMember{voter(0xa0, "m0", "https://m0.peers.ns.svc.cluster.local:2380")},
-			want:    JoinCheckResult{Decision: JoinNotMember},
+			want:    agentapi.JoinCheckResult{Decision: JoinNotMember},
 		},
 		{
 			name:    "another port",
 			members: []peerMember{voter(0xa1, "m1", "https://m1.peers.ns.svc.cluster.local:2381")},
-			want:    JoinCheckResult{Decision: JoinNotMember},
+			want:    agentapi.JoinCheckResult{Decision: JoinNotMember},
 		},
 		{
 			name:    "http, not https",
 			members: []peerMember{voter(0xa1, "m1", "http://m1.peers.ns.svc.cluster.local:2380")},
-			want:    JoinCheckResult{Decision: JoinNotMember},
+			want:    agentapi.JoinCheckResult{Decision: JoinNotMember},
 		},
 	}
 	for _, tt := range tests {
@@ -205,8 +206,8 @@ func TestJoinCheckRefusesOptions(t *testing.T) {
 			r, err := JoinCheck(ctx, o)
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 			g.Expect(Terminal(err)).To(BeTrue())
-			g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
-			g.Expect(r.Op).To(Equal(OpJoinCheck))
+			g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
+			g.Expect(r.Op).To(Equal(agentapi.OpJoinCheck))
 			g.Expect(r.JoinCheck).To(BeNil())
 		})
 	}
@@ -252,7 +253,7 @@ func TestJoinCheckPassesOverAHungPeer(t *testing.T) {
 	r, err := JoinCheck(stepCtx(t), o)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(logged).To(ContainElement(And(ContainSubstring(`"msg"="The peer did not answer" "peer"="hung"`), ContainSubstring("context deadline exceeded"))))
-	g.Expect(r.JoinCheck).To(Equal(&JoinCheckResult{Decision: JoinNotStarted, MemberID: wantID, Peer: m0.PeerURL}))
+	g.Expect(r.JoinCheck).To(Equal(&agentapi.JoinCheckResult{Decision: JoinNotStarted, MemberID: wantID, Peer: m0.PeerURL}))
 
 	// The learner starts on its own data directory, and publishes its name.
 	learner.Join(t, members)
@@ -271,12 +272,12 @@ func TestJoinCheckPassesOverAHungPeer(t *testing.T) {
 	r, err = JoinCheck(stepCtx(t), o)
 	g.Expect(err).To(MatchError(ErrLostData))
 	g.Expect(err).To(MatchError(ContainSubstring("member " + learner.Name + " (" + wantID + ") has run before and its data directory " + o.DataDir + " is empty")))
-	g.Expect(ExitCode(err)).To(Equal(ExitFailed))
-	g.Expect(r.JoinCheck).To(Equal(&JoinCheckResult{Decision: JoinLostData, MemberID: wantID, Peer: m0.PeerURL}))
+	g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed))
+	g.Expect(r.JoinCheck).To(Equal(&agentapi.JoinCheckResult{Decision: JoinLostData, MemberID: wantID, Peer: m0.PeerURL}))
 
 	// Its own data directory holds data: no peer is asked.
 	o.DataDir, o.InitialCluster = learner.DataDir, hungEntry
 	r, err = JoinCheck(stepCtx(t), o)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.JoinCheck).To(Equal(&JoinCheckResult{Decision: JoinHasData}))
+	g.Expect(r.JoinCheck).To(Equal(&agentapi.JoinCheckResult{Decision: JoinHasData}))
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // clusterDNS is a DNS server on 127.0.0.1 that behaves as the cluster's
@@ -132,7 +134,7 @@ func TestJoinCheckWaitsUntilTheDNSHasEveryMember(t *testing.T) {
 	start := time.Now()
 	r, err := JoinCheck(ctx, newClusterOptions(t, dns, 10*time.Second))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.JoinCheck).To(Equal(&JoinCheckResult{Decision: JoinNewCluster}))
+	g.Expect(r.JoinCheck).To(Equal(&agentapi.JoinCheckResult{Decision: JoinNewCluster}))
 	g.Expect(time.Since(start)).To(BeNumerically(">=", 700*time.Millisecond))
 
 	asked := dns.questions()
@@ -161,7 +163,7 @@ func TestJoinCheckStartsWithoutNamesPastTheWait(t *testing.T) {
 	start := time.Now()
 	r, err := JoinCheck(ctx, newClusterOptions(t, dns, 600*time.Millisecond))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.JoinCheck).To(Equal(&JoinCheckResult{Decision: JoinNewCluster, Unpublished: []string{dnsM0, dnsM2}}))
+	g.Expect(r.JoinCheck).To(Equal(&agentapi.JoinCheckResult{Decision: JoinNewCluster, Unpublished: []string{dnsM0, dnsM2}}))
 	g.Expect(time.Since(start)).To(And(BeNumerically(">=", 600*time.Millisecond), BeNumerically("<", 5*time.Second)))
 }
 

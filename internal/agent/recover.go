@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
@@ -69,8 +70,8 @@ const (
 // with a retryable error that says what the last attempt found, such as
 // "member list still has 3 members". Bad options, and an etcd that refuses
 // the calls for want of credentials, are terminal.
-func Recover(ctx context.Context, o RecoverOptions) (Result, error) {
-	r := Result{Op: OpRecover}
+func Recover(ctx context.Context, o RecoverOptions) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpRecover}
 	if err := checkRecoverOptions(o); err != nil {
 		return r, err
 	}
@@ -139,7 +140,7 @@ func (w *recoveryWait) close() {
 
 // attempt asks the member once. It returns what the member kept when it
 // is a cluster of one, and otherwise why not.
-func (w *recoveryWait) attempt(ctx context.Context) (*Recovered, error) {
+func (w *recoveryWait) attempt(ctx context.Context) (*agentapi.Recovered, error) {
 	ctx, cancel := context.WithTimeout(ctx, recoverCallTimeout)
 	defer cancel()
 	w.last.set(nil)
@@ -180,7 +181,7 @@ func (w *recoveryWait) attempt(ctx context.Context) (*Recovered, error) {
 	if problems := recoveryProblems(st, list.Members, w.o.Member, w.target); len(problems) > 0 {
 		return nil, errors.New(strings.Join(problems, "; "))
 	}
-	return &Recovered{
+	return &agentapi.Recovered{
 		MemberID:  etcd.MemberID(st.Header.GetMemberId()).String(),
 		ClusterID: strconv.FormatUint(st.Header.GetClusterId(), 16),
 		Revision:  st.Header.GetRevision(),

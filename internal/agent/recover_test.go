@@ -7,6 +7,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // TestRecoveryProblems: a member is recovered when it leads, is the one
@@ -80,7 +82,7 @@ func TestRecoverRefusesOptions(t *testing.T) {
 			r, err := Recover(ctx, tt.o)
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 			g.Expect(Terminal(err)).To(BeTrue())
-			g.Expect(r.Op).To(Equal(OpRecover))
+			g.Expect(r.Op).To(Equal(agentapi.OpRecover))
 			g.Expect(r.Recovered).To(BeNil())
 		})
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // The names inside a member's data directory that a restore uses.
@@ -35,8 +37,8 @@ const (
 // With replace (an in-place restore of an existing cluster), member data
 // that id did not install is moved aside to <dataDir>/.tend-replaced
 // instead, where it stays until Install succeeds.
-func Prepare(dataDir, id string, replace bool) (Result, error) {
-	r := Result{Op: OpPrepare}
+func Prepare(dataDir, id string, replace bool) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpPrepare}
 	if err := checkRestoreArgs(dataDir, id); err != nil {
 		return r, err
 	}
@@ -80,8 +82,8 @@ func moveAside(dataDir string) error {
 // absent or whole. Member data that id did not install is refused, as
 // terminal. Data that Prepare moved aside is removed once the restored
 // data is in place.
-func Install(dataDir, id string, _ bool) (Result, error) {
-	r := Result{Op: OpInstall}
+func Install(dataDir, id string, _ bool) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpInstall}
 	if err := checkRestoreArgs(dataDir, id); err != nil {
 		return r, err
 	}

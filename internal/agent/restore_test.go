@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // TestPrepareInstall restores a real snapshot into a member's data
@@ -41,7 +43,7 @@ func TestPrepareInstall(t *testing.T) {
 		}
 		restore()
 		r, err := Install(dataDir, id, false)
-		g.Expect(r.Op).To(Equal(OpInstall))
+		g.Expect(r.Op).To(Equal(agentapi.OpInstall))
 		return err
 	}
 
@@ -67,7 +69,7 @@ func TestPrepareInstall(t *testing.T) {
 	_, err = Prepare(dataDir, "restore-2", false)
 	g.Expect(err).To(MatchError(ErrRefused))
 	g.Expect(err).To(MatchError(ContainSubstring("restore restore-1 installed, not restore restore-2")))
-	g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+	g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 	g.Expect(os.MkdirAll(filepath.Join(dataDir, RestoreDir, "member"), 0o700)).To(Succeed())
 	_, err = Install(dataDir, "restore-2", false)
 	g.Expect(err).To(MatchError(ErrRefused))
@@ -108,7 +110,7 @@ func TestPrepareInstallRefusals(t *testing.T) {
 		dataDir := t.TempDir()
 		_, err := Install(dataDir, "restore-1", false)
 		g.Expect(err).To(MatchError(ContainSubstring("did etcdutl snapshot restore run?")))
-		g.Expect(ExitCode(err)).To(Equal(ExitFailed))
+		g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed))
 		g.Expect(filepath.Join(dataDir, RestoredMarker)).NotTo(BeAnExistingFile())
 	})
 	t.Run("a marker whose member data is gone", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	. "github.com/onsi/gomega"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/aws"
 	"github.com/tend-dev/tend/internal/testing/moto"
 )
@@ -162,6 +163,6 @@ func TestS3UploadReportsPartsLeft(t *testing.T) {
 	g.Expect(err).To(MatchError(context.Canceled))
 	g.Expect(err).To(MatchError(ContainSubstring(*uploads[0].UploadId)))
 	g.Expect(err).To(MatchError(ContainSubstring("AccessDenied")))
-	g.Expect(ExitCode(err)).To(Equal(ExitFailed), "%v", err)
+	g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed), "%v", err)
 	g.Expect(multipartUploads(t, c, bucket)).To(HaveLen(1), "the parts stay, as the error says")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
@@ -24,7 +25,7 @@ type VerifyOptions struct {
 	Live etcd.Config
 	// Backup is the backup step's Result: its Snapshot names the member
 	// the snapshot came from and the revision it had then.
-	Backup Result
+	Backup agentapi.Result
 	// Since is when the verification began, for DurationSeconds: the end
 	// of the backup, before the fetch and the restore. Zero: now.
 	Since time.Time
@@ -48,8 +49,8 @@ const pollInterval = 500 * time.Millisecond
 // when it was compacted since the backup, the hashes do not compare and
 // Verify fails with a retryable error, as it does when a member or the
 // local etcd does not answer.
-func Verify(ctx context.Context, o VerifyOptions) (Result, error) {
-	r := Result{Op: OpVerify}
+func Verify(ctx context.Context, o VerifyOptions) (agentapi.Result, error) {
+	r := agentapi.Result{Op: agentapi.OpVerify}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -57,7 +58,7 @@ func Verify(ctx context.Context, o VerifyOptions) (Result, error) {
 		o.Since = o.Clock.Now()
 	}
 	snap := o.Backup.Snapshot
-	if o.Backup.Op != OpBackup || o.Backup.Error != "" || snap == nil || snap.Member == "" {
+	if o.Backup.Op != agentapi.OpBackup || o.Backup.Error != "" || snap == nil || snap.Member == "" {
 		return r, fmt.Errorf("%w: the backup result is not that of a backup that succeeded, with its snapshot's member", ErrInvalid)
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -107,7 +108,7 @@ func Verify(ctx context.Context, o VerifyOptions) (Result, error) {
 		return r, err
 	}
 
-	v := &Verification{
+	v := &agentapi.Verification{
 		Revision: rev, Keys: keys, Hash: localHash.Hash,
 		LiveHash: liveHash.Hash, LiveKeys: liveKeys, LiveMember: member.Name,
 	}
@@ -121,7 +122,7 @@ func Verify(ctx context.Context, o VerifyOptions) (Result, error) {
 	return r, nil
 }
 
-func mismatch(v *Verification, snap *Snapshot) error {
+func mismatch(v *agentapi.Verification, snap *agentapi.Snapshot) error {
 	switch {
 	case v.Revision < snap.Revision:
 		return fmt.Errorf("%w: the restored store is at revision %d, older than member %s was (%d) when the snapshot began: the artifact is not this backup's snapshot", ErrMismatch, v.Revision, snap.Member, snap.Revision)

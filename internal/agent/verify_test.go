@@ -8,13 +8,14 @@ import (
 	. "github.com/onsi/gomega"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
 // backedUp is a backup of a live cluster, fetched, restored with etcdutl
 // and running in a local etcd, as in the verify pod.
 type backedUp struct {
-	result Result
+	result agentapi.Result
 	local  *localEtcd
 }
 
@@ -59,7 +60,7 @@ func TestVerify(t *testing.T) {
 	r, err := Verify(stepCtx(t), opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	v := r.Verification
-	g.Expect(r.Op).To(Equal(OpVerify))
+	g.Expect(r.Op).To(Equal(agentapi.OpVerify))
 	g.Expect(v.Matches).To(BeTrue())
 	g.Expect(v.Revision).To(BeNumerically(">=", b.result.Snapshot.Revision))
 	g.Expect(v.Keys).To(Equal(int64(100)))
@@ -80,7 +81,7 @@ func TestVerify(t *testing.T) {
 	t.Run("the backup's member is gone: another answers", func(t *testing.T) {
 		g := NewWithT(t)
 		o := opts
-		o.Backup.Snapshot = &Snapshot{Member: "no-such-member", Revision: b.result.Snapshot.Revision}
+		o.Backup.Snapshot = &agentapi.Snapshot{Member: "no-such-member", Revision: b.result.Snapshot.Revision}
 		r, err := Verify(stepCtx(t), o)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(r.Verification.Matches).To(BeTrue())
@@ -93,10 +94,10 @@ func TestVerify(t *testing.T) {
 		other.put(t, "key-", 150, 256) // more revisions than the snapshot's
 		o := opts
 		o.Live = other.Config
-		o.Backup.Snapshot = &Snapshot{Member: other.Members()[0].Name, Revision: b.result.Snapshot.Revision}
+		o.Backup.Snapshot = &agentapi.Snapshot{Member: other.Members()[0].Name, Revision: b.result.Snapshot.Revision}
 		r, err := Verify(stepCtx(t), o)
 		g.Expect(err).To(MatchError(ErrMismatch))
-		g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+		g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 		g.Expect(r.Verification).NotTo(BeNil(), "the figures are reported with the mismatch")
 		g.Expect(r.Verification.Matches).To(BeFalse())
 		g.Expect(r.Verification.Hash).NotTo(Equal(r.Verification.LiveHash))
@@ -105,7 +106,7 @@ func TestVerify(t *testing.T) {
 	t.Run("a snapshot older than the backup says does not match", func(t *testing.T) {
 		g := NewWithT(t)
 		o := opts
-		o.Backup.Snapshot = &Snapshot{Member: b.result.Snapshot.Member, Revision: v.Revision + 10}
+		o.Backup.Snapshot = &agentapi.Snapshot{Member: b.result.Snapshot.Member, Revision: v.Revision + 10}
 		r, err := Verify(stepCtx(t), o)
 		g.Expect(err).To(MatchError(ErrMismatch))
 		g.Expect(err).To(MatchError(ContainSubstring("older than member")))
@@ -115,7 +116,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("a backup result that is not one", func(t *testing.T) {
 		o := opts
-		o.Backup = Result{Op: OpFetch}
+		o.Backup = agentapi.Result{Op: agentapi.OpFetch}
 		_, err := Verify(stepCtx(t), o)
 		NewWithT(t).Expect(err).To(MatchError(ErrInvalid))
 	})
@@ -126,7 +127,7 @@ func TestVerify(t *testing.T) {
 		o.Local = "http://127.0.0.1:9"
 		_, err := Verify(shortCtx(t, 2*time.Second), o)
 		g.Expect(err).To(MatchError(ContainSubstring("waiting for the restored etcd")))
-		g.Expect(ExitCode(err)).To(Equal(ExitFailed))
+		g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed))
 	})
 
 	// Last: a compaction past the snapshot's revision ends the history
@@ -139,7 +140,7 @@ func TestVerify(t *testing.T) {
 	}).WithTimeout(10 * time.Second).Should(MatchError(etcd.ErrCompacted))
 	_, err = Verify(stepCtx(t), opts)
 	g.Expect(err).To(MatchError(ContainSubstring("compacted its history past the snapshot's revision")))
-	g.Expect(ExitCode(err)).To(Equal(ExitFailed), "a new backup will verify")
+	g.Expect(ExitCode(err)).To(Equal(agentapi.ExitFailed), "a new backup will verify")
 }
 
 // TestVerifyAuth verifies a backup of a cluster with auth on: the agent
@@ -164,12 +165,12 @@ func TestVerifyAuth(t *testing.T) {
 	g.Expect(err).To(MatchError(etcd.ErrAuth))
 	g.Expect(err).To(MatchError(ContainSubstring("set ETCD_ROOT_PASSWORD")))
 	g.Expect(err.Error()).NotTo(ContainSubstring(password))
-	g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+	g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 
 	opts.RootPassword = "wrong"
 	_, err = Verify(stepCtx(t), opts)
 	g.Expect(err).To(MatchError(etcd.ErrAuth))
-	g.Expect(ExitCode(err)).To(Equal(ExitTerminal))
+	g.Expect(ExitCode(err)).To(Equal(agentapi.ExitTerminal))
 
 	opts.RootPassword = password
 	r, err := Verify(stepCtx(t), opts)

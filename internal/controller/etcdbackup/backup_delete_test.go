@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/scheme"
 )
 
@@ -62,7 +62,7 @@ func TestAFailedReleaseKeepsTheDeleteJob(t *testing.T) {
 	done := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: job.Name + "-a", Labels: map[string]string{batchv1.JobNameLabel: job.Name},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}},
-		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{exited(stepDelete, 0, &agent.Result{Op: agent.OpDelete})}},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{exited(stepDelete, 0, &agentapi.Result{Op: agentapi.OpDelete})}},
 	}
 	conflicts := 1
 	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(b, job, done).WithStatusSubresource(b).

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // cond is a condition's status and reason, for comparison.
@@ -113,7 +113,7 @@ func TestCalculateBackupStatus(t *testing.T) {
 			failedC: cond{metav1.ConditionTrue, etcdv1alpha1.ReasonBackupFailed}, phase: "Failed", message: "Step backup of pod p1 failed: object of another owner. Read the logs",
 		},
 		{
-			name: "a success without a file is a failure", obs: jobObs(outcome{done: true, pod: "p1", result: &agent.Result{Op: "backup"}}),
+			name: "a success without a file is a failure", obs: jobObs(outcome{done: true, pod: "p1", result: &agentapi.Result{Op: "backup"}}),
 			complete: cond{metav1.ConditionFalse, etcdv1alpha1.ReasonBackupFailed}, failedC: cond{metav1.ConditionTrue, etcdv1alpha1.ReasonBackupFailed}, phase: "Failed",
 		},
 		{

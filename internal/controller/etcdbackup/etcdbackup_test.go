@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 const wait = 20 * time.Second
@@ -146,7 +146,7 @@ func setPodStatus(t *testing.T, pod *corev1.Pod, phase corev1.PodPhase, init []c
 
 // exited is a step that stopped with code and the agent's result r (nil
 // for a step that writes none).
-func exited(name string, code int32, r *agent.Result) corev1.ContainerStatus {
+func exited(name string, code int32, r *agentapi.Result) corev1.ContainerStatus {
 	msg := ""
 	if r != nil {
 		msg = resultJSON(*r)
@@ -211,7 +211,7 @@ func TestBackupCompletesThenVerifies(t *testing.T) {
 
 	// The restored store matches the live cluster.
 	setPodStatus(t, pod, corev1.PodSucceeded,
-		[]corev1.ContainerStatus{exited("backup", 0, &backupOK), exited("fetch", 0, &agent.Result{Op: "fetch"}), exited("restore", 0, nil), exited("etcd", 0, nil)},
+		[]corev1.ContainerStatus{exited("backup", 0, &backupOK), exited("fetch", 0, &agentapi.Result{Op: "fetch"}), exited("restore", 0, nil), exited("etcd", 0, nil)},
 		exited("verify", 0, &verifyOK))
 	g.Eventually(func(g Gomega) {
 		got := getBackup(g, b)
@@ -241,7 +241,7 @@ func TestFailedVerification(t *testing.T) {
 	job := getJob(t, ns, "bad-backup")
 	g.Expect(job.Spec.Template.Spec.Containers[0].Env).To(BeEmpty(), "no root password without auth")
 	runPod(t, job, "bad-backup-a", corev1.PodFailed,
-		[]corev1.ContainerStatus{exited("backup", 0, &backupOK), exited("fetch", 0, &agent.Result{Op: "fetch"}), exited("restore", 0, nil), exited("etcd", 0, nil)},
+		[]corev1.ContainerStatus{exited("backup", 0, &backupOK), exited("fetch", 0, &agentapi.Result{Op: "fetch"}), exited("restore", 0, nil), exited("etcd", 0, nil)},
 		exited("verify", 2, &verifyBad))
 	g.Eventually(func(g Gomega) {
 		got := getBackup(g, b)
@@ -270,7 +270,7 @@ func TestFailedBackupSaysWhy(t *testing.T) {
 	b := newBackup(t, ns, "refused", "kv", func(s *etcdv1alpha1.EtcdBackupSpec) { s.Verify = ptr.To(false) })
 	job := getJob(t, ns, "refused-backup")
 	runPod(t, job, "refused-backup-a", corev1.PodFailed, nil,
-		exited("backup", 2, &agent.Result{Op: "backup", Error: "s3://backups/etcd/x.db was written by another owner", Terminal: true}))
+		exited("backup", 2, &agentapi.Result{Op: "backup", Error: "s3://backups/etcd/x.db was written by another owner", Terminal: true}))
 	g.Eventually(func(g Gomega) {
 		got := getBackup(g, b)
 		f := backupCondition(got, etcdv1alpha1.BackupFailed)
@@ -375,7 +375,7 @@ func TestDeleteRunsTheDeleteJobThenLetsGo(t *testing.T) {
 		g.Expect(got.Status.Phase).To(Equal(etcdv1alpha1.BackupPhaseDeleting))
 	}, wait).Should(Succeed())
 
-	runPod(t, dj, "gone-delete-a", corev1.PodSucceeded, nil, exited("delete", 0, &agent.Result{Op: "delete"}))
+	runPod(t, dj, "gone-delete-a", corev1.PodSucceeded, nil, exited("delete", 0, &agentapi.Result{Op: "delete"}))
 	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(b), b)) }, wait).Should(BeTrue())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(dj), &batchv1.Job{}))
@@ -421,7 +421,7 @@ func TestFailedDeletionAndTheWayOut(t *testing.T) {
 
 	g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
 	runPod(t, getJob(t, ns, "stuck-delete"), "stuck-delete-a", corev1.PodFailed, nil,
-		exited("delete", 2, &agent.Result{Op: "delete", Error: "AccessDenied: the credentials may not delete objects", Terminal: true}))
+		exited("delete", 2, &agentapi.Result{Op: "delete", Error: "AccessDenied: the credentials may not delete objects", Terminal: true}))
 	g.Eventually(func(g Gomega) {
 		d := backupCondition(getBackup(g, b), etcdv1alpha1.BackupDeleting)
 		g.Expect(d.Reason).To(Equal(etcdv1alpha1.ReasonArtifactDeletionFailed))

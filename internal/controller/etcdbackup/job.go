@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/controller/etcdcluster"
 	"github.com/tend-dev/tend/internal/podspec"
 )
@@ -113,7 +113,7 @@ func agentContainer(image, name string, args []string, env []corev1.EnvVar, moun
 		Env:                      env,
 		VolumeMounts:             mounts,
 		SecurityContext:          podspec.ContainerSecurity(),
-		TerminationMessagePath:   agent.TerminationMessagePath,
+		TerminationMessagePath:   agentapi.TerminationMessagePath,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
 }
@@ -128,7 +128,7 @@ func etcdContainer(image, name string, command []string) corev1.Container {
 		Command:                  command,
 		VolumeMounts:             []corev1.VolumeMount{{Name: volumeScratch, MountPath: podspec.ScratchDir}},
 		SecurityContext:          podspec.ContainerSecurity(),
-		TerminationMessagePath:   agent.TerminationMessagePath,
+		TerminationMessagePath:   agentapi.TerminationMessagePath,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }
@@ -231,7 +231,7 @@ func backupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, agentIma
 		ObjectMeta: metav1.ObjectMeta{Name: BackupJobName(b), Namespace: b.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](backupBackoffLimit),
-			PodFailurePolicy:      podspec.PodFailurePolicy(agent.ExitTerminal),
+			PodFailurePolicy:      podspec.PodFailurePolicy(agentapi.ExitTerminal),
 			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -263,7 +263,7 @@ func deleteJob(b *etcdv1alpha1.EtcdBackup, agentImage string) *batchv1.Job {
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](backupBackoffLimit),
-			PodFailurePolicy:      podspec.PodFailurePolicy(agent.ExitTerminal),
+			PodFailurePolicy:      podspec.PodFailurePolicy(agentapi.ExitTerminal),
 			ActiveDeadlineSeconds: podspec.ActiveDeadline(0), // it deletes one file
 			// The pass that lets the backup go deletes the Job; this is for
 			// a Job whose delete failed then, with no pass left to retry.

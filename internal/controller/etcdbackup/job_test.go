@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -189,7 +189,7 @@ func TestBackupJob(t *testing.T) {
 			g.Expect(spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "kv-client-tls")))
 			for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
 				g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue(), c.Name)
-				g.Expect(c.TerminationMessagePath).To(Equal(agent.TerminationMessagePath), c.Name)
+				g.Expect(c.TerminationMessagePath).To(Equal(agentapi.TerminationMessagePath), c.Name)
 				if agentSteps[c.Name] {
 					g.Expect(c.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageReadFile), c.Name)
 				}

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // stepState is how far one step (container) of a pod got.
@@ -30,7 +30,7 @@ type step struct {
 	// result is the agent's Result, when the step is an agent's and wrote
 	// one; a failed step may have one too (a hash mismatch has its
 	// Verification).
-	result *agent.Result
+	result *agentapi.Result
 	// problem says why the step failed, or why it waits (an image that
 	// cannot be pulled, a volume that cannot be mounted).
 	problem string
@@ -95,7 +95,7 @@ func readStep(cs corev1.ContainerStatus) step {
 
 // readTerminated reads a container that stopped.
 func readTerminated(name string, isAgent bool, t *corev1.ContainerStateTerminated) step {
-	s := step{finishedAt: t.FinishedAt.Time, terminal: t.ExitCode == agent.ExitTerminal}
+	s := step{finishedAt: t.FinishedAt.Time, terminal: t.ExitCode == agentapi.ExitTerminal}
 	if !isAgent {
 		if t.ExitCode == 0 {
 			s.state = stepSucceeded
@@ -108,7 +108,7 @@ func readTerminated(name string, isAgent bool, t *corev1.ContainerStateTerminate
 		}
 		return s
 	}
-	r, err := agent.ParseResult(t.Message, name)
+	r, err := agentapi.ParseResult(t.Message, name)
 	switch {
 	case err == nil:
 		s.result = &r
@@ -227,11 +227,11 @@ type outcome struct {
 	// pod; result is its Result.
 	done       bool
 	pod        string
-	result     *agent.Result
+	result     *agentapi.Result
 	finishedAt time.Time
 	// verify is the verify step of the same pod: its Result when it
 	// finished (matching or not); verifyAt when it did.
-	verify   *agent.Result
+	verify   *agentapi.Result
 	verifyAt time.Time
 	// failed: the Job will not do what is left, for failure's reason.
 	failed  bool

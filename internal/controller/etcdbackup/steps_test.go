@@ -11,12 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func resultJSON(r agent.Result) string {
+func resultJSON(r agentapi.Result) string {
 	b, err := json.Marshal(r)
 	if err != nil {
 		panic(err)
@@ -25,12 +25,12 @@ func resultJSON(r agent.Result) string {
 }
 
 var (
-	backupOK = agent.Result{Op: "backup",
-		Artifact: &agent.Artifact{URI: "s3://b/k", SizeBytes: 10, SHA256: "abc", Compression: "None"},
-		Snapshot: &agent.Snapshot{Member: "kv-0", Revision: 41, EtcdVersion: "3.6.16", DBSizeBytes: 20}}
-	verifyOK  = agent.Result{Op: "verify", Verification: &agent.Verification{Revision: 42, Keys: 7, Hash: 99, LiveHash: 99, LiveKeys: 7, Matches: true, DurationSeconds: 3}}
-	verifyBad = agent.Result{Op: "verify", Error: "hash mismatch", Terminal: true,
-		Verification: &agent.Verification{Revision: 42, Keys: 7, Hash: 98, LiveHash: 99, LiveKeys: 7}}
+	backupOK = agentapi.Result{Op: "backup",
+		Artifact: &agentapi.Artifact{URI: "s3://b/k", SizeBytes: 10, SHA256: "abc", Compression: "None"},
+		Snapshot: &agentapi.Snapshot{Member: "kv-0", Revision: 41, EtcdVersion: "3.6.16", DBSizeBytes: 20}}
+	verifyOK  = agentapi.Result{Op: "verify", Verification: &agentapi.Verification{Revision: 42, Keys: 7, Hash: 99, LiveHash: 99, LiveKeys: 7, Matches: true, DurationSeconds: 3}}
+	verifyBad = agentapi.Result{Op: "verify", Error: "hash mismatch", Terminal: true,
+		Verification: &agentapi.Verification{Revision: 42, Keys: 7, Hash: 98, LiveHash: 99, LiveKeys: 7}}
 )
 
 func done(name string, code int32, message string) corev1.ContainerStatus {
@@ -64,9 +64,9 @@ func TestReadStep(t *testing.T) {
 		wantResult   bool
 	}{
 		{name: "agent succeeded", status: done("backup", 0, resultJSON(backupOK)), wantState: stepSucceeded, wantResult: true},
-		{name: "agent failed, retry may help", status: done("backup", 1, resultJSON(agent.Result{Op: "backup", Error: "no member answered"})),
+		{name: "agent failed, retry may help", status: done("backup", 1, resultJSON(agentapi.Result{Op: "backup", Error: "no member answered"})),
 			wantState: stepFailed, wantProblem: "no member answered", wantResult: true},
-		{name: "agent refused", status: done("backup", 2, resultJSON(agent.Result{Op: "backup", Error: "object of another owner", Terminal: true})),
+		{name: "agent refused", status: done("backup", 2, resultJSON(agentapi.Result{Op: "backup", Error: "object of another owner", Terminal: true})),
 			wantState: stepFailed, wantProblem: "object of another owner", wantTerminal: true, wantResult: true},
 		{name: "killed with no message", status: corev1.ContainerStatus{Name: "backup", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: 137, Reason: "OOMKilled"}}},
@@ -99,7 +99,7 @@ func TestReadStep(t *testing.T) {
 }
 
 func TestObserve(t *testing.T) {
-	fetched, restored, etcdUp := done("fetch", 0, resultJSON(agent.Result{Op: "fetch"})), done("restore", 0, ""), running("etcd")
+	fetched, restored, etcdUp := done("fetch", 0, resultJSON(agentapi.Result{Op: "fetch"})), done("restore", 0, ""), running("etcd")
 	for _, tc := range []struct {
 		name         string
 		job          batchv1.JobStatus
@@ -125,7 +125,7 @@ func TestObserve(t *testing.T) {
 		{name: "without verification, done once the backup is", wantDone: true,
 			pods: []corev1.Pod{pod("p1", 0, corev1.PodSucceeded, nil, done("backup", 0, resultJSON(backupOK)))}},
 		{name: "terminal failure fails at once", verify: true, wantFailed: "step backup of pod p1 failed: object of another owner",
-			pods: []corev1.Pod{pod("p1", 0, corev1.PodFailed, []corev1.ContainerStatus{done("backup", 2, resultJSON(agent.Result{Op: "backup", Error: "object of another owner", Terminal: true}))})}},
+			pods: []corev1.Pod{pod("p1", 0, corev1.PodFailed, []corev1.ContainerStatus{done("backup", 2, resultJSON(agentapi.Result{Op: "backup", Error: "object of another owner", Terminal: true}))})}},
 		{name: "a killed pod is retried", verify: true, wantRetrying: "step backup of pod p1 failed: exit code 137 (OOMKilled) before it wrote a result",
 			pods: []corev1.Pod{
 				pod("p1", time.Minute, corev1.PodFailed, []corev1.ContainerStatus{{Name: "backup", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}),
@@ -137,7 +137,7 @@ func TestObserve(t *testing.T) {
 			pods:       []corev1.Pod{pod("p1", 0, corev1.PodFailed, []corev1.ContainerStatus{{Name: "backup", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}})}},
 		{name: "a retry's newer backup is the one verified", verify: true, wantDone: true, wantVerify: ptr.To(true),
 			pods: []corev1.Pod{
-				pod("p1", time.Minute, corev1.PodFailed, []corev1.ContainerStatus{done("backup", 0, resultJSON(backupOK)), done("fetch", 1, resultJSON(agent.Result{Op: "fetch", Error: "timeout"}))}),
+				pod("p1", time.Minute, corev1.PodFailed, []corev1.ContainerStatus{done("backup", 0, resultJSON(backupOK)), done("fetch", 1, resultJSON(agentapi.Result{Op: "fetch", Error: "timeout"}))}),
 				pod("p2", 0, corev1.PodSucceeded, []corev1.ContainerStatus{done("backup", 0, resultJSON(backupOK)), fetched, restored, done("etcd", 0, "")}, done("verify", 0, resultJSON(verifyOK))),
 			}},
 		{name: "an image that cannot be pulled is said", verify: true, wantWaiting: "step backup of pod p1: ErrImagePull: not found",

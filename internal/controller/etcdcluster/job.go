@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -99,7 +99,7 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 			// The record of the check outlives the roll a while; the next
 			// roll has a Job of another name.
 			TTLSecondsAfterFinished: ptr.To[int32](24 * 3600),
-			PodFailurePolicy:        podspec.PodFailurePolicy(agent.ExitTerminal),
+			PodFailurePolicy:        podspec.PodFailurePolicy(agentapi.ExitTerminal),
 			// It hashes every member's store.
 			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
 			Template: corev1.PodTemplateSpec{
@@ -139,7 +139,7 @@ func agentStep(agentImage, name string, args []string, env []corev1.EnvVar, moun
 		Env:                      env,
 		VolumeMounts:             mounts,
 		SecurityContext:          podspec.ContainerSecurity(),
-		TerminationMessagePath:   agent.TerminationMessagePath,
+		TerminationMessagePath:   agentapi.TerminationMessagePath,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -68,7 +68,7 @@ func TestARecoveryResultComesOnlyFromThePodItsJobControls(t *testing.T) {
 	g := NewWithT(t)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "kv-recover-1", UID: "job-uid"}}
 	pod := func(name string, owner types.UID, revision int64) corev1.Pod {
-		msg, err := agent.Result{Op: agent.OpRecover, Recovered: &agent.Recovered{Revision: revision}}.Encode()
+		msg, err := agentapi.Result{Op: agentapi.OpRecover, Recovered: &agentapi.Recovered{Revision: revision}}.Encode()
 		g.Expect(err).NotTo(HaveOccurred())
 		p := corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{batchv1.JobNameLabel: job.Name}},

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/podspec"
 	"github.com/tend-dev/tend/internal/readiness"
@@ -645,28 +645,28 @@ func runningImageOr(s *scope) string {
 // container named ctr in job's succeeded pod. Only a pod that job controls
 // counts: anyone can label a pod with the Job's name, and a Job of the same
 // name deleted earlier leaves pods with that label too.
-func (r *Reconciler) jobResult(ctx context.Context, job *batchv1.Job, ctr string) (agent.Result, error) {
+func (r *Reconciler) jobResult(ctx context.Context, job *batchv1.Job, ctr string) (agentapi.Result, error) {
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return agent.Result{}, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
+		return agentapi.Result{}, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
 	}
 	return resultOf(pods.Items, job, ctr)
 }
 
 // resultOf reads the Result of the container named ctr from the succeeded
 // pod among pods that job controls.
-func resultOf(pods []corev1.Pod, job *batchv1.Job, ctr string) (agent.Result, error) {
+func resultOf(pods []corev1.Pod, job *batchv1.Job, ctr string) (agentapi.Result, error) {
 	for _, p := range pods {
 		if p.Status.Phase != corev1.PodSucceeded || !metav1.IsControlledBy(&p, job) {
 			continue
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Name == ctr && cs.State.Terminated != nil {
-				return agent.ParseResult(cs.State.Terminated.Message, ctr)
+				return agentapi.ParseResult(cs.State.Terminated.Message, ctr)
 			}
 		}
 	}
-	return agent.Result{}, fmt.Errorf("job %s succeeded, but no pod of it has a result", job.Name)
+	return agentapi.Result{}, fmt.Errorf("job %s succeeded, but no pod of it has a result", job.Name)
 }
 
 // recoverJob runs etcd --force-new-cluster on the ordinal-th member's
@@ -706,7 +706,7 @@ func recoverJob(c *etcdv1alpha1.EtcdCluster, ordinal int, name, agentImage, etcd
 		ObjectMeta: meta(c, name),
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](2),
-			PodFailurePolicy:      podspec.PodFailurePolicy(agent.ExitTerminal),
+			PodFailurePolicy:      podspec.PodFailurePolicy(agentapi.ExitTerminal),
 			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-recover")},

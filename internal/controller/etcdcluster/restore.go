@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/names"
 	"github.com/tend-dev/tend/internal/podspec"
 )
@@ -146,7 +146,7 @@ func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, ag
 		ObjectMeta: meta(c, run.job),
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](2),
-			PodFailurePolicy:      podspec.PodFailurePolicy(agent.ExitTerminal),
+			PodFailurePolicy:      podspec.PodFailurePolicy(agentapi.ExitTerminal),
 			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-restore")},

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -49,7 +49,7 @@ func TestRestoreJob(t *testing.T) {
 			g.Expect(pod.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
 			g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse())
 			g.Expect(job.Spec.PodFailurePolicy.Rules[0].Action).To(Equal(batchv1.PodFailurePolicyActionFailJob))
-			g.Expect(job.Spec.PodFailurePolicy.Rules[0].OnExitCodes.Values).To(ConsistOf(int32(agent.ExitTerminal)))
+			g.Expect(job.Spec.PodFailurePolicy.Rules[0].OnExitCodes.Values).To(ConsistOf(int32(agentapi.ExitTerminal)))
 			// The pod must not look like a member to the Services.
 			g.Expect(job.Spec.Template.Labels).NotTo(HaveKey(LabelCluster))
 
@@ -62,7 +62,7 @@ func TestRestoreJob(t *testing.T) {
 			g.Expect(prepare.Command).To(Equal([]string{"/tend", "restore", "prepare", "--data-dir=/var/lib/etcd", "--id=uid-1"}))
 			g.Expect(fetch.Image).To(Equal("tend:test"))
 			g.Expect(fetch.Command[1:]).To(Equal(tc.wantFetch))
-			g.Expect(fetch.TerminationMessagePath).To(Equal(agent.TerminationMessagePath))
+			g.Expect(fetch.TerminationMessagePath).To(Equal(agentapi.TerminationMessagePath))
 			g.Expect(restore.Image).To(Equal("gcr.io/etcd-development/etcd:v3.6.16"))
 			g.Expect(restore.Command).To(ContainElements(
 				"--name=main-1",

@@ -1,10 +1,15 @@
-package agent
+// Package agentapi is the contract between Tend's controllers and its
+// agents (the `tend` subcommands that Jobs run): the Result an agent
+// writes to its termination message, how a controller reads it back, and
+// the exit codes a Job's pod failure policy acts on. It imports nothing of
+// the agents, so a controller that reads results does not link their S3
+// and etcd code.
+package agentapi
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 )
@@ -180,18 +185,8 @@ type CheckedMember struct {
 	Hash uint32 `json:"hash,omitempty"`
 }
 
-// Failed returns r with err recorded: its message, and whether a retry can
-// help (Terminal). A nil err leaves r as it is.
-func (r Result) Failed(err error) Result {
-	if err != nil {
-		r.Error = err.Error()
-		r.Terminal = Terminal(err)
-	}
-	return r
-}
-
-// maxMessage is the kubelet's limit on a termination message.
-const maxMessage = 4096
+// MaxMessage is the kubelet's limit on a termination message.
+const MaxMessage = 4096
 
 // Encode renders r for the termination message, shortening the error so
 // that the whole, as encoded, fits in the kubelet's 4096 bytes: the error
@@ -205,7 +200,7 @@ func (r Result) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the result: %w", err)
 	}
-	if len(b) <= maxMessage {
+	if len(b) <= MaxMessage {
 		return b, nil
 	}
 	full := r.Error
@@ -225,12 +220,12 @@ func (r Result) Encode() ([]byte, error) {
 		}
 		return b
 	}
-	if b := encoded(0); encErr == nil && len(b) > maxMessage {
-		return nil, fmt.Errorf("the result is %d bytes with no more of its error than \"…\", over the %d of a termination message", len(b), maxMessage)
+	if b := encoded(0); encErr == nil && len(b) > MaxMessage {
+		return nil, fmt.Errorf("the result is %d bytes with no more of its error than \"…\", over the %d of a termination message", len(b), MaxMessage)
 	}
 	// The encoded size grows with the characters kept: keep the most that
 	// fit. The whole error did not fit, so fewer than all of them do.
-	n := sort.Search(len(cuts), func(n int) bool { return len(encoded(n)) > maxMessage }) - 1
+	n := sort.Search(len(cuts), func(n int) bool { return len(encoded(n)) > MaxMessage }) - 1
 	b = encoded(n)
 	if encErr != nil {
 		return nil, encErr
@@ -259,30 +254,6 @@ func ParseResult(message, op string) (Result, error) {
 	}
 	if op != "" && r.Op != op {
 		return Result{}, fmt.Errorf("%w: the message is of step %q, not %q", ErrNoResult, r.Op, op)
-	}
-	return r, nil
-}
-
-// WriteResultFile writes r to path, whole or not at all (a temporary file
-// and a rename), for a later step of the same pod (--result-file).
-func WriteResultFile(path string, r Result) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, append(b, '\n'))
-}
-
-// ReadResultFile reads a Result that WriteResultFile wrote. Its errors wrap
-// ErrInvalid: a later step cannot run without it.
-func ReadResultFile(path string) (Result, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	var r Result
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return Result{}, fmt.Errorf("%w: %s holds no result: %w", ErrInvalid, path, err)
 	}
 	return r, nil
 }

@@ -183,23 +183,6 @@ const (
 	jobFailed
 )
 
-// observeInitJob reads how far the init Job got, before the membership
-// phase: authentication is set up only while the Job does not exist.
-func (r *Reconciler) observeInitJob(ctx context.Context, s *scope) error {
-	c := s.cluster
-	job, err := r.ownedJob(ctx, c, initJobName(c))
-	switch {
-	case err != nil:
-		return fmt.Errorf("the init Job: %w", err)
-	case job == nil:
-		s.obs.job = jobNone
-		return nil
-	}
-	s.obs.job, s.obs.jobMessage = jobStateOf(job)
-	s.obs.jobCreated = job.CreationTimestamp.Time
-	return nil
-}
-
 // reconcileInitJob creates the init Job once a quorum of the new cluster
 // is healthy (and authentication, if wanted, is on). A completed Job stays
 // as the record of the cluster's first check.

@@ -45,6 +45,9 @@ type scope struct {
 	rootPassword string
 	// sts is the members' StatefulSet, nil until it exists.
 	sts *appsv1.StatefulSet
+	// cli is the pass's client to the members, nil when none answered;
+	// the pass closes it.
+	cli Members
 	// obs is what the status is computed from.
 	obs observation
 	// requeue is the shortest requeue any phase asked for.
@@ -120,7 +123,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 	if c.DeletionTimestamp != nil {
 		r.forget(req.NamespacedName)
-		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+		if d := next(&world{cluster: c, clock: s.now, deleting: true}); d.op == opDelete {
+			return ctrl.Result{}, r.runDelete(ctx, s)
+		}
+		return ctrl.Result{}, nil
 	}
 	if err := r.reconcileNormal(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -135,7 +141,10 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.rolls.release(key)
 }
 
-// reconcileNormal runs the phases in order; each may stop the pass.
+// reconcileNormal puts in place what every cluster has, whatever it does
+// (certificates, the root Secret, Services and budget, the StatefulSet,
+// the connection ConfigMap); then it observes the world once, chooses one
+// operation (next, choose.go) and carries it out.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if err := r.reconcileCertificates(ctx, s); err != nil {
 		if errors.Is(err, errTLSSecrets) {
@@ -163,19 +172,64 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if err := r.reconcileConnection(ctx, s); err != nil {
 		return err
 	}
-	if handled, err := r.reconcileRecovery(ctx, s); err != nil || handled {
+	w, err := r.observe(ctx, s)
+	if s.cli != nil {
+		defer func() { _ = s.cli.Close() }()
+	}
+	if err != nil {
 		return err
 	}
-	if err := r.observeInitJob(ctx, s); err != nil {
+	d := next(w)
+	ctrl.LoggerFrom(ctx).V(1).Info("Chose the operation", "operation", d.op, "why", d.why)
+	return r.act(ctx, s, w, d)
+}
+
+// operation carries out one choice of next; each lives in its own file
+// (op_*.go) and picks up from what is stored on objects, so that a pass
+// cut short anywhere is resumed by the next.
+type operation func(r *Reconciler, ctx context.Context, s *scope, w *world, d decision) error
+
+// owning are the operations that own the members while they run: the
+// pass does nothing else.
+var owning = map[opKind]operation{
+	opRecovery:     (*Reconciler).runRecovery,
+	opStartRestore: (*Reconciler).runStartRestore,
+	opFailedHold:   (*Reconciler).runFailedHold,
+	opQuorumLoss:   (*Reconciler).runQuorumLoss,
+}
+
+// serving are the operations of members that serve: the pass keeps the
+// StatefulSet, authentication and volumes in line around them (serve.go).
+var serving = map[opKind]operation{
+	opMembership:    (*Reconciler).runMembership,
+	opUpgradeBackup: (*Reconciler).runUpgradeBackup,
+	opRoll:          (*Reconciler).runRoll,
+	opCheck:         (*Reconciler).runCheck,
+}
+
+// act carries out d.
+func (r *Reconciler) act(ctx context.Context, s *scope, w *world, d decision) error {
+	s.obs.quorum = d.quorum
+	if err := r.answerPendingRestore(ctx, s, w, d.verdict); err != nil {
 		return err
 	}
-	if err := r.reconcileMembers(ctx, s); err != nil {
+	if op, ok := owning[d.op]; ok {
+		return op(r, ctx, s, w, d)
+	}
+	if err := r.tidyAfterRecovery(ctx, s, w); err != nil {
 		return err
 	}
-	if err := r.reconcileInitJob(ctx, s); err != nil {
-		return err
+	switch {
+	case d.op == opWait && w.sts == nil:
+		return nil
+	case d.op == opWait && w.members == nil:
+		s.requeueAfter(requeueUnreachable)
+		return nil
+	case d.op == opWait:
+		s.requeueAfter(requeueSteady) // paused
+		return nil
 	}
-	return nil
+	return r.serve(ctx, s, w, d, serving[d.op])
 }
 
 // patchStatus writes c's status when the pass changed it, on the

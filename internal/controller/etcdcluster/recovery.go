@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -44,83 +43,42 @@ func recovering(rec *etcdv1alpha1.RecoveryStatus) bool {
 	return rec != nil && rec.Phase != etcdv1alpha1.RecoveryComplete && rec.Phase != etcdv1alpha1.RecoveryFailed
 }
 
-// reconcileRecovery runs an in-place restore or a quorum-loss recovery,
-// one at a time, before anything else touches the members. It tells
-// whether it took the pass: while a recovery runs (or a failed one holds
-// the members stopped), nothing else changes the members.
-func (r *Reconciler) reconcileRecovery(ctx context.Context, s *scope) (bool, error) {
+// runRecovery takes the in-place restore or quorum-loss recovery under
+// way (status.recovery) as far as this pass can. Each step stops, deletes
+// or starts something: it acts on the recovery as the apiserver has it,
+// not on a cache that may lag a step behind (a stale RestoringData would
+// delete volume claims of members that came back since).
+func (r *Reconciler) runRecovery(ctx context.Context, s *scope, w *world, _ decision) error {
 	c := s.cluster
-	if s.sts == nil {
-		return false, nil
+	live := &etcdv1alpha1.EtcdCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil {
+		return fmt.Errorf("reading the EtcdCluster before a recovery step: %w", err)
 	}
-	restores, err := r.restoresOf(ctx, c)
-	if err != nil {
-		return false, err
+	if live.ResourceVersion != c.ResourceVersion {
+		return fmt.Errorf("%w: the recovery waits for the next pass", errStaleCluster)
 	}
-	rec := c.Status.Recovery.DeepCopy()
-	if recovering(rec) {
-		// Each step stops, deletes or starts something: it must act on the
-		// recovery as the apiserver has it, not on a cache that may lag
-		// a step behind (a stale RestoringData would delete volume claims
-		// of members that came back since).
-		live := &etcdv1alpha1.EtcdCluster{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil {
-			return true, fmt.Errorf("reading the EtcdCluster before a recovery step: %w", err)
-		}
-		if live.ResourceVersion != c.ResourceVersion {
-			return true, fmt.Errorf("%w: the recovery waits for the next pass", errStaleCluster)
-		}
-		s.obs.recovery = &recoveryObservation{status: rec, holding: true}
-		if c.Spec.Paused {
-			s.obs.recovery.message = fmt.Sprintf("spec.paused is true: the recovery holds at %s", rec.Phase)
-			return true, nil
-		}
-		err := r.advanceRecovery(ctx, s, rec, restores)
-		return s.obs.recovery.holding, err
+	rec := w.recovery
+	s.obs.recovery = &recoveryObservation{status: rec, holding: true}
+	if c.Spec.Paused {
+		s.obs.recovery.message = fmt.Sprintf("spec.paused is true: the recovery holds at %s", rec.Phase)
+		return nil
 	}
-	if next := pendingRestore(restores); next != nil {
-		if c.Spec.Paused {
-			return false, r.setRestore(ctx, next, func(st *etcdv1alpha1.EtcdRestoreStatus) {
-				pendingRestoreStatus(st, next, fmt.Sprintf("EtcdCluster %s is paused (spec.paused); the restore starts when it is not", c.Name))
-			})
-		}
-		return r.startRestore(ctx, s, next)
+	return r.advanceRecovery(ctx, s, rec, w.restores, w.data)
+}
+
+// runFailedHold keeps the members of a failed recovery stopped: their data
+// may be half replaced. Another restore ends the hold (it comes first in
+// the precedence); a recovery from a survivor whose Job someone deleted is
+// tried again.
+func (r *Reconciler) runFailedHold(ctx context.Context, s *scope, w *world, _ decision) error {
+	rec := w.recovery
+	s.obs.recovery = &recoveryObservation{status: rec, holding: true}
+	if !w.retryRecovery {
+		return nil
 	}
-	if rec != nil && rec.Phase == etcdv1alpha1.RecoveryFailed {
-		// The members' data may be half replaced: they stay stopped until
-		// another restore completes, or, for a recovery from a survivor
-		// whose Job failed, until someone deletes the Job to try again.
-		s.obs.recovery = &recoveryObservation{status: rec, holding: true}
-		if rec.Kind == etcdv1alpha1.RecoveryFromSurvivor && rec.Job != "" {
-			err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rec.Job}, &batchv1.Job{})
-			if apierrors.IsNotFound(err) {
-				rec.Phase, rec.CompletedAt, rec.Message = etcdv1alpha1.RecoveryRestoring, nil, fmt.Sprintf("Job %s was deleted: trying again", rec.Job)
-				r.event(c, corev1.EventTypeNormal, "RecoveryRetried", "Recover", "%s", rec.Message)
-				return true, r.advanceRecovery(ctx, s, rec, restores)
-			}
-			if err != nil {
-				return true, fmt.Errorf("reading Job %s: %w", rec.Job, err)
-			}
-		}
-		return true, nil
-	}
-	if rec != nil && rec.Kind == etcdv1alpha1.RecoveryFromBackup {
-		// Done: a pass that ended the restore but lost its release is
-		// made good.
-		if err := r.releaseBackups(ctx, c); err != nil {
-			return false, err
-		}
-	}
-	if _, ok := c.Annotations[etcdv1alpha1.AnnotationRecoverFrom]; ok && apimeta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionAvailable) {
-		// An approval is for the quorum loss at hand; a healthy cluster
-		// must not keep one for the next.
-		patch := client.MergeFrom(c.DeepCopy())
-		delete(c.Annotations, etcdv1alpha1.AnnotationRecoverFrom)
-		if err := r.Patch(ctx, c, patch); err != nil {
-			return false, fmt.Errorf("removing the used annotation %s: %w", etcdv1alpha1.AnnotationRecoverFrom, err)
-		}
-	}
-	return false, nil
+	rec.Phase, rec.CompletedAt, rec.Message = etcdv1alpha1.RecoveryRestoring, nil, fmt.Sprintf("Job %s was deleted: trying again", rec.Job)
+	r.event(s.cluster, corev1.EventTypeNormal, "RecoveryRetried", "Recover", "%s", rec.Message)
+	return r.advanceRecovery(ctx, s, rec, w.restores, w.data)
 }
 
 // errStaleCluster: the cache's EtcdCluster is older than the apiserver's.
@@ -154,51 +112,16 @@ func pendingRestore(restores []etcdv1alpha1.EtcdRestore) *etcdv1alpha1.EtcdResto
 	return nil
 }
 
-// startRestore begins rs, or says why it cannot. It tells whether the
-// restore took the pass.
-func (r *Reconciler) startRestore(ctx context.Context, s *scope, rs *etcdv1alpha1.EtcdRestore) (bool, error) {
-	c := s.cluster
-	fail := func(reason, msg string) (bool, error) {
-		r.Recorder.Eventf(rs, c, corev1.EventTypeWarning, "RestoreRefused", "Restore", msg)
-		return false, r.setRestore(ctx, rs, func(st *etcdv1alpha1.EtcdRestoreStatus) {
-			failRestoreStatus(st, rs, reason, msg, s.now)
-		})
-	}
-	switch {
-	case c.Spec.Storage.Ephemeral:
-		return fail(etcdv1alpha1.ReasonRestoreFailed, fmt.Sprintf("EtcdCluster %s keeps its data in emptyDir volumes (spec.storage.ephemeral), which a restore cannot fill; restore into a new EtcdCluster with persistent storage", c.Name))
-	case apimeta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionAvailable) && !rs.Spec.ConfirmOverwrite:
-		return fail(etcdv1alpha1.ReasonClusterAvailable, fmt.Sprintf(
-			"EtcdCluster %s is Available: restoring would replace its data, and every write since the backup would be lost. Nothing was touched. To go ahead, create a new EtcdRestore with spec.confirmOverwrite: true", c.Name))
-	case !rs.Spec.ConfirmOverwrite:
-		// The condition is what an earlier pass saw: Unknown, or a passing
-		// Unreachable, says nothing of the data. The members say.
-		holding, err := r.membersWithData(ctx, s)
-		if err != nil {
-			return false, err
-		}
-		if len(holding) > 0 {
-			return fail(etcdv1alpha1.ReasonClusterAvailable, fmt.Sprintf(
-				"EtcdCluster %s holds data: %s answered. Restoring would replace it, and every write since the backup would be lost. Nothing was touched. To go ahead, create a new EtcdRestore with spec.confirmOverwrite: true",
-				c.Name, strings.Join(holding, ", ")))
-		}
-	}
-	src, progress, err := r.resolveSource(ctx, c, rs.Spec.BackupRef, rs.Spec.Source)
-	if err != nil {
-		return false, err
-	}
-	if progress != nil {
-		if progress.failed {
-			return fail(etcdv1alpha1.ReasonRestoreFailed, progress.message)
-		}
-		s.requeueAfter(requeueSteady)
-		return false, r.setRestore(ctx, rs, func(st *etcdv1alpha1.EtcdRestoreStatus) { pendingRestoreStatus(st, rs, progress.message) })
-	}
+// runStartRestore begins the pending EtcdRestore, which next found may
+// start: it holds the backup it reads, records the recovery in
+// status.recovery, and stops the members.
+func (r *Reconciler) runStartRestore(ctx context.Context, s *scope, w *world, _ decision) error {
+	c, rs, src := s.cluster, w.pending.rs, w.pending.src
 	if rs.Spec.BackupRef != nil {
 		// Before the members stop: the backup and its file stay until the
 		// restore is done.
 		if err := r.holdBackup(ctx, c, rs.Spec.BackupRef.Name); err != nil {
-			return false, err
+			return err
 		}
 	}
 	rec := &etcdv1alpha1.RecoveryStatus{
@@ -212,17 +135,36 @@ func (r *Reconciler) startRestore(ctx context.Context, s *scope, rs *etcdv1alpha
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: etcdv1alpha1.RestoreComplete, Status: metav1.ConditionFalse,
 			Reason: etcdv1alpha1.ReasonRestoring, Message: "Stopping the members", ObservedGeneration: rs.Generation})
 	}); err != nil {
-		return false, err
+		return err
 	}
 	r.event(c, corev1.EventTypeWarning, "RestoreStarted", "Restore", "EtcdRestore %s replaces every member's data with %s: stopping the members", rs.Name, src.from.URI)
 	r.Recorder.Eventf(rs, c, corev1.EventTypeNormal, "RestoreStarted", "Restore", "Stopping the members of EtcdCluster %s", c.Name)
 	s.obs.recovery = &recoveryObservation{status: rec, holding: true}
-	err = r.advanceRecovery(ctx, s, rec, []etcdv1alpha1.EtcdRestore{*rs})
-	return s.obs.recovery.holding, err
+	return r.advanceRecovery(ctx, s, rec, []etcdv1alpha1.EtcdRestore{*rs}, w.data)
+}
+
+// answerPendingRestore tells the pending EtcdRestore that did not start
+// why: it waits (for its backup, for the cluster to be resumed), or it is
+// refused and fails.
+func (r *Reconciler) answerPendingRestore(ctx context.Context, s *scope, w *world, v *restoreVerdict) error {
+	if v == nil {
+		return nil
+	}
+	rs := w.pending.rs
+	if v.reason == "" {
+		if v.retry {
+			s.requeueAfter(requeueSteady)
+		}
+		return r.setRestore(ctx, rs, func(st *etcdv1alpha1.EtcdRestoreStatus) { pendingRestoreStatus(st, rs, v.message) })
+	}
+	r.Recorder.Eventf(rs, s.cluster, corev1.EventTypeWarning, "RestoreRefused", "Restore", v.message)
+	return r.setRestore(ctx, rs, func(st *etcdv1alpha1.EtcdRestoreStatus) {
+		failRestoreStatus(st, rs, v.reason, v.message, s.now)
+	})
 }
 
 // advanceRecovery takes the recovery rec as far as this pass can.
-func (r *Reconciler) advanceRecovery(ctx context.Context, s *scope, rec *etcdv1alpha1.RecoveryStatus, restores []etcdv1alpha1.EtcdRestore) error {
+func (r *Reconciler) advanceRecovery(ctx context.Context, s *scope, rec *etcdv1alpha1.RecoveryStatus, restores []etcdv1alpha1.EtcdRestore, data memberData) error {
 	c := s.cluster
 	obs := s.obs.recovery
 	var rs *etcdv1alpha1.EtcdRestore
@@ -247,10 +189,7 @@ func (r *Reconciler) advanceRecovery(ctx context.Context, s *scope, rec *etcdv1a
 		}
 	}
 	s.requeueAfter(requeueStep)
-	data, err := r.observeData(ctx, c, s.sts)
-	if err != nil {
-		return err
-	}
+	var err error
 	for {
 		phase := rec.Phase
 		switch rec.Phase {
@@ -751,34 +690,6 @@ func (r *Reconciler) connectMembers(ctx context.Context, s *scope, data memberDa
 		return nil, fmt.Errorf("connecting to etcd: %w", err)
 	}
 	return cli, nil
-}
-
-// membersWithData asks the members, live, which of them answer with data
-// (a store past its first revision), as "<member> at revision <r>".
-// Members that do not answer are not counted.
-func (r *Reconciler) membersWithData(ctx context.Context, s *scope) ([]string, error) {
-	data, err := r.observeData(ctx, s.cluster, s.sts)
-	if err != nil {
-		return nil, err
-	}
-	cli, err := r.connectMembers(ctx, s, data)
-	if err != nil || cli == nil {
-		return nil, nil // nobody to ask, or nobody answers
-	}
-	defer func() { _ = cli.Close() }()
-	callCtx, cancel := context.WithTimeout(ctx, etcdTimeout)
-	defer cancel()
-	statuses, err := cli.Status(callCtx)
-	if err != nil {
-		return nil, nil
-	}
-	var holding []string
-	for _, m := range statuses {
-		if m.Answered && m.Revision > 1 {
-			holding = append(holding, fmt.Sprintf("%s at revision %d", cmp.Or(m.Name, m.ID.String()), m.Revision))
-		}
-	}
-	return holding, nil
 }
 
 // setRestore writes rs's status as change makes it, when it changes.

@@ -8,89 +8,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/names"
 )
 
-// upgradeState is how a change of the etcd version stands: whether it is a
-// minor upgrade, whether etcd supports the path, and its backup.
-type upgradeState struct {
-	// from is the oldest version a member runs; to the spec's.
-	from, to string
-	// minor: a member runs an older minor version than the spec, and none
-	// runs the spec's minor version yet: the upgrade has not started.
-	minor   bool
-	pathErr error
-	// backup is the pre-upgrade EtcdBackup, nil until it exists.
-	backup      *etcdv1alpha1.EtcdBackup
-	backupState backupState
-	backupMsg   string
-}
-
-// hold tells whether the members' template must keep the version they run:
-// a minor upgrade may not start before its path is allowed and its backup
-// is done, and a member that restarts meanwhile (a crash, a node drain)
-// must come back on the version it had.
-func (u upgradeState) hold() bool {
-	return u.minor && (u.pathErr != nil || u.backup == nil || u.backupState != backupDone)
-}
-
-// observeUpgrade reads how a version change stands. The members' own
-// versions decide, not the status: the oldest member is what etcd's
-// upgrade rules are about.
-func (r *Reconciler) observeUpgrade(ctx context.Context, c *etcdv1alpha1.EtcdCluster, views []memberView) (upgradeState, error) {
-	u := upgradeState{from: lowestVersion(views), to: version(c)}
-	if u.from == "" {
-		return u, nil // no member has said its version yet
+// runUpgradeBackup holds a minor upgrade at the version the members run
+// until its pre-upgrade EtcdBackup is done (and verified): the first
+// member restarts only after. An upgrade path that etcd does not support
+// is refused before anything starts.
+func (r *Reconciler) runUpgradeBackup(ctx context.Context, s *scope, w *world, _ decision) error {
+	c := s.cluster
+	if err := w.upgrade.pathErr; err != nil {
+		s.obs.roll = &rollObservation{update: c.Status.Update.DeepCopy(), reason: etcdv1alpha1.ReasonUpgradeBlocked, degraded: true,
+			message: fmt.Sprintf("spec.version %s is refused and no member was touched: %v", w.upgrade.to, err)}
+		return nil
 	}
-	u.from = "v" + strings.TrimPrefix(u.from, "v")
-	if !isMinorUpgrade(u.from, u.to) {
-		return u, nil
+	u, obs, ok := r.beginUpdate(s, w)
+	if !ok {
+		return nil
 	}
-	to, _ := parseVersion(u.to)
-	for _, v := range views {
-		if mv, ok := parseVersion(v.Version); ok && mv.minor >= to.minor {
-			return u, nil // the upgrade is under way: its backup was taken
-		}
-	}
-	u.minor = true
-	u.pathErr = checkUpgradePath(u.from, u.to, c.Spec.Auth.Enabled)
-	b := &etcdv1alpha1.EtcdBackup{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: upgradeBackupName(c)}, b)
-	switch {
-	case apierrors.IsNotFound(err):
-		return u, nil
-	case err != nil:
-		return u, fmt.Errorf("reading the pre-upgrade backup: %w", err)
-	}
-	u.backup = b
-	u.backupState, u.backupMsg = finalBackupState(b)
-	return u, nil
-}
-
-// templateCluster is the cluster as the members' template must be built
-// for it: c, or while a minor upgrade is held, c with the version and
-// image that the members run now.
-func templateCluster(c *etcdv1alpha1.EtcdCluster, u upgradeState, runningImage string) *etcdv1alpha1.EtcdCluster {
-	if !u.hold() {
-		return c
-	}
-	held := c.DeepCopy()
-	held.Spec.Version = u.from
-	if runningImage != "" {
-		held.Spec.Image = runningImage
-	}
-	return held
-}
-
-// version is the spec's etcd version.
-func version(c *etcdv1alpha1.EtcdCluster) string {
-	if c.Spec.Version == "" {
-		return etcdv1alpha1.DefaultVersion
-	}
-	return c.Spec.Version
+	return r.reconcileUpgradeBackup(ctx, s, u, obs)
 }
 
 // upgradeBackupName is the EtcdBackup taken before the upgrade to the

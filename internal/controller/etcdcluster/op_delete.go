@@ -132,12 +132,12 @@ type deletion struct {
 	reason, message string
 }
 
-// reconcileDelete deals with a deleted cluster's data as its deletion
+// runDelete deals with a deleted cluster's data as its deletion
 // policy says, then lets it go: with Snapshot it takes the final backup
 // first; with Snapshot and Delete it deletes the StatefulSet and the
 // members' volumes. Each step checks the world first, so a pass that was
 // cut short is picked up by the next.
-func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+func (r *Reconciler) runDelete(ctx context.Context, s *scope) error {
 	c := s.cluster
 	// Whatever restore the cluster ran is over.
 	if err := r.releaseBackups(ctx, c); err != nil {

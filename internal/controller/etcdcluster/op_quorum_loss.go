@@ -7,12 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/names"
 )
 
@@ -25,29 +27,15 @@ func quorumLossOf(c *etcdv1alpha1.EtcdCluster) (etcdv1alpha1.QuorumLossPolicy, t
 	return c.Spec.QuorumLoss.Policy, after
 }
 
-// reconcileQuorumLoss runs when a formed cluster has no healthy quorum: it
-// reports the recovery plan and, when the guard (planRecovery) allows,
-// starts the recovery. It tells whether one started.
-func (r *Reconciler) reconcileQuorumLoss(ctx context.Context, s *scope, views []memberView, data memberData) (bool, error) {
-	c := s.cluster
-	backup, err := r.latestVerifiedBackup(ctx, c)
-	if err != nil {
-		return false, err
-	}
-	policy, after := quorumLossOf(c)
-	in := recoveryInput{voters: votersOf(c, views, data), lostSince: s.now, now: s.now, policy: policy, after: after,
-		approval: c.Annotations[etcdv1alpha1.AnnotationRecoverFrom], backup: backup, namespace: c.Namespace, name: c.Name}
-	if cond := apimeta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); cond != nil && cond.Status != metav1.ConditionTrue {
-		in.lostSince = cond.LastTransitionTime.Time
-	}
-	plan := planRecovery(in)
-	s.obs.quorum = &plan
-	if plan.decision == recoverWait {
-		s.requeueAfter(max(time.Second, min(requeueUnreachable, in.lostSince.Add(after).Sub(s.now))))
-	}
+// runQuorumLoss starts the recovery of a formed cluster that lost its
+// quorum, as the guard (planRecovery, recovery_plan.go) planned it: from a
+// survivor's data, which runRecovery carries on, or from the newest
+// verified backup, through an EtcdRestore.
+func (r *Reconciler) runQuorumLoss(ctx context.Context, s *scope, w *world, d decision) error {
+	c, plan := s.cluster, d.quorum
+	s.requeueAfter(requeueStep)
 	now := metav1.Time{Time: s.now.Truncate(time.Second)}
-	switch plan.decision {
-	case recoverFromMember:
+	if plan.decision == recoverFromMember {
 		rec := &etcdv1alpha1.RecoveryStatus{
 			Kind: etcdv1alpha1.RecoveryFromSurvivor, Survivor: plan.survivor, Cause: "quorum loss, " + plan.cause,
 			Phase: etcdv1alpha1.RecoveryStopping, StartedAt: now, Revision: plan.revision,
@@ -55,27 +43,23 @@ func (r *Reconciler) reconcileQuorumLoss(ctx context.Context, s *scope, views []
 			Message: plan.message,
 		}
 		s.obs.recovery = &recoveryObservation{status: rec, holding: true}
-		s.requeueAfter(requeueStep)
 		r.event(c, corev1.EventTypeWarning, "QuorumLossRecovery", "Recover", "Recovering from the quorum loss (%s): keeping %s's data at revision %d; the other members come back empty", plan.cause, plan.survivor, plan.revision)
-		return true, nil
-	case recoverFromBackup:
-		// An EtcdRestore does it; its name is fixed by the loss, so a
-		// pass that does not see it in its cache yet makes no second one.
-		rs := &etcdv1alpha1.EtcdRestore{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: quorumLossRestoreName(c, in.lostSince), Labels: labels(c)},
-			// The guard decided that the lost quorum's data gives way:
-			// the survivors may still answer with it.
-			Spec: etcdv1alpha1.EtcdRestoreSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name},
-				BackupRef: &corev1.LocalObjectReference{Name: plan.backup}, ConfirmOverwrite: true},
-		}
-		if err := r.createOwned(ctx, c, rs); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, err
-		}
-		r.event(c, corev1.EventTypeWarning, "QuorumLossRecovery", "Recover", "Recovering from the quorum loss (%s): EtcdRestore %s restores EtcdBackup %s into every member", plan.cause, rs.Name, plan.backup)
-		s.requeueAfter(requeueStep)
-		return true, nil
+		return nil
 	}
-	return false, nil
+	// An EtcdRestore does it; its name is fixed by the loss, so a pass
+	// that does not see it in its cache yet makes no second one.
+	rs := &etcdv1alpha1.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: quorumLossRestoreName(c, quorumInput(w).lostSince), Labels: labels(c)},
+		// The guard decided that the lost quorum's data gives way: the
+		// survivors may still answer with it.
+		Spec: etcdv1alpha1.EtcdRestoreSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name},
+			BackupRef: &corev1.LocalObjectReference{Name: plan.backup}, ConfirmOverwrite: true},
+	}
+	if err := r.createOwned(ctx, c, rs); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	r.event(c, corev1.EventTypeWarning, "QuorumLossRecovery", "Recover", "Recovering from the quorum loss (%s): EtcdRestore %s restores EtcdBackup %s into every member", plan.cause, rs.Name, plan.backup)
+	return nil
 }
 
 // votersOf is what the guard knows of each voting member.

@@ -1,0 +1,159 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/etcd"
+)
+
+// runMembership makes the one membership change d.step: replace an
+// unhealthy member, add a learner, promote it, move the leadership away
+// from a member to be removed, or remove one; or it waits, as the plan
+// (plan.go) or etcd says. Under MemberChangeInterval (the benchmarks'
+// anchor design) it acts only at its fixed look.
+func (r *Reconciler) runMembership(ctx context.Context, s *scope, w *world, d decision) error {
+	c := s.cluster
+	next := d.step
+	if r.MemberChangeInterval > 0 {
+		if wait := r.untilTick(client.ObjectKeyFromObject(c), s.now); wait > 0 {
+			next = step{kind: stepWait, reason: etcdv1alpha1.ReasonWaitingForMembers,
+				message: fmt.Sprintf("%s, at the next look in %s (one look per %s)", next.message, wait.Round(time.Second), r.MemberChangeInterval)}
+			s.requeueAfter(wait)
+		} else {
+			s.requeueAfter(r.MemberChangeInterval)
+		}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	views, err := r.takeStep(callCtx, s, s.cli, next, w.members)
+	w.members = views
+	return err
+}
+
+// takeStep makes the change next, records it as an Event, and returns the
+// members as they are after it. A change that etcd refuses for now (the
+// cluster is not ready for it) turns into a wait.
+func (r *Reconciler) takeStep(ctx context.Context, s *scope, cli Members, next step, views []memberView) ([]memberView, error) {
+	c := s.cluster
+	s.obs.step = next
+	if next.kind == stepNone {
+		return views, nil
+	}
+	s.requeueAfter(requeueStep)
+	if next.kind == stepWait {
+		return views, nil
+	}
+	m := next.member
+	var err error
+	switch next.kind {
+	case stepPromote:
+		if err = cli.Promote(ctx, m.ID); err == nil {
+			r.event(c, corev1.EventTypeNormal, "MemberPromoted", "PromoteMember", "Promoted learner %s (%s) to a voting member", m.Name, m.ID)
+			views = replaceView(views, m.ID, func(v *memberView) { v.IsLearner = false })
+		}
+	case stepMoveLeader:
+		if err = cli.MoveLeader(ctx, next.to); err == nil {
+			r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved the leadership from %s to member %s before removing %s", m.Name, next.to, m.Name)
+		}
+	case stepRemove:
+		if err = cli.Remove(ctx, m.ID); err == nil {
+			r.event(c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "Removed member %s (%s): the spec asks for %d members", m.Name, m.ID, replicas(c))
+			views = removeView(views, m.ID)
+		}
+	case stepAddLearner:
+		views, err = r.addLearner(ctx, s, cli, next.ordinal, views)
+	case stepReplace:
+		if err = cli.Remove(ctx, m.ID); err != nil {
+			break
+		}
+		why := "unhealthy since " + m.UnhealthySince.UTC().Format(time.RFC3339)
+		if m.DataLost {
+			why = "which lost its data"
+		}
+		r.event(c, corev1.EventTypeWarning, "ReplacingMember", "RemoveMember", "Removed member %s (%s), %s; adding it anew with empty data", m.Name, m.ID, why)
+		views = removeView(views, m.ID)
+		views, err = r.addLearner(ctx, s, cli, m.Ordinal, views)
+	}
+	if err == nil {
+		return views, nil
+	}
+	if etcd.Refused(err) {
+		s.obs.step = step{kind: stepWait, member: m, reason: etcdv1alpha1.ReasonWaitingForMembers, message: fmt.Sprintf("%s: etcd refused for now: %v", next.message, err)}
+		return views, nil
+	}
+	return views, fmt.Errorf("%s: %w", next.message, err)
+}
+
+// addLearner adds the member at ordinal as a learner. When the ordinal's
+// pod may exist already (the member is being replaced), its pod and volume
+// are deleted, so that it starts again with empty data and joins as the
+// new learner.
+func (r *Reconciler) addLearner(ctx context.Context, s *scope, cli Members, ordinal int, views []memberView) ([]memberView, error) {
+	c := s.cluster
+	name := memberName(c, ordinal)
+	m, err := cli.AddLearner(ctx, peerURL(c, name))
+	if err != nil {
+		return views, err
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s (%s) as a learner", name, m.ID)
+	views = append(views, memberView{MemberStatus: etcd.MemberStatus{Member: m}, Name: name, Ordinal: ordinal})
+	if int32(ordinal) < ptr.Deref(s.sts.Spec.Replicas, 0) {
+		// The pod comes back from the template at once, and etcd reads
+		// its bootstrap settings once: they must name the new learner
+		// first. The membership before may not have named this ordinal
+		// (after a recovery from a survivor), and a pod told the old one
+		// fails until its learner is given up.
+		if err := r.syncStatefulSet(ctx, s, statefulSetSize(views), bootstrapOf(views)); err != nil {
+			return views, err
+		}
+		if err := r.deleteMemberData(ctx, s, ordinal); err != nil {
+			return views, err
+		}
+	}
+	return views, nil
+}
+
+// deleteMemberData deletes the member's volume claim and then its pod: the
+// claim stays until the pod is gone, and the StatefulSet then makes both
+// anew, empty.
+func (r *Reconciler) deleteMemberData(ctx context.Context, s *scope, ordinal int) error {
+	c := s.cluster
+	if !c.Spec.Storage.Ephemeral {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: pvcName(c, ordinal)}, pvc)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading volume claim %s: %w", pvcName(c, ordinal), err)
+		}
+		if err == nil {
+			if _, ours := isMemberPVC(c, pvc); !ours {
+				return notOurs(c, "PersistentVolumeClaim", pvc)
+			}
+			if err := r.deleteExactly(ctx, "volume claim", pvc); err != nil {
+				return err
+			}
+		}
+	}
+	name := memberName(c, ordinal)
+	pod := &corev1.Pod{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pod)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading pod %s: %w", name, err)
+	}
+	if err == nil {
+		if !isMemberPod(c, s.sts, pod) {
+			return notOurs(c, "Pod", pod)
+		}
+		if err := r.deleteExactly(ctx, "pod", pod); err != nil {
+			return err
+		}
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberDataDeleted", "DeleteMemberData", "Deleted pod %s and its data: it starts again empty and joins as a new member", name)
+	return nil
+}

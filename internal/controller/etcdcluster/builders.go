@@ -342,21 +342,10 @@ func memberRevision(c *etcdv1alpha1.EtcdCluster) string {
 // skipPeerSANVerification is the setting that turns the reverse DNS check
 // of peers off: etcd v3.6 renamed v3.5's experimental one.
 func skipPeerSANVerification(c *etcdv1alpha1.EtcdCluster) string {
-	if minor(cmp.Or(c.Spec.Version, etcdv1alpha1.DefaultVersion)) < 6 {
+	if minorOf(cmp.Or(c.Spec.Version, etcdv1alpha1.DefaultVersion)) < 6 {
 		return "ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION"
 	}
 	return "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION"
-}
-
-// minor is the minor number of a version such as v3.6.16; the CRD's pattern
-// guarantees the form.
-func minor(version string) int {
-	parts := strings.Split(version, ".")
-	if len(parts) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(parts[1])
-	return n
 }
 
 // etcdDefaultQuota is etcd's own --quota-backend-bytes default.

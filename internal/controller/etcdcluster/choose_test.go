@@ -38,7 +38,7 @@ func runningPod(name string) *corev1.Pod {
 
 // The world changes that the table combines.
 func beingDeleted(w *world) { w.deleting = true }
-func noSts(w *world)    { w.sts = nil }
+func noSts(w *world)        { w.sts = nil }
 func recoveryUnderWay(w *world) {
 	w.recovery = &etcdv1alpha1.RecoveryStatus{Kind: etcdv1alpha1.RecoveryFromBackup, Phase: etcdv1alpha1.RecoveryRestoring}
 }

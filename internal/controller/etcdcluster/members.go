@@ -3,7 +3,6 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,24 +33,6 @@ func runningImage(sts *appsv1.StatefulSet) string {
 		}
 	}
 	return ""
-}
-
-// dialer connects to members at their pods' IPs, and to other addresses
-// through DNS. The cluster DNS may deny that a new member's name exists for
-// as long as it caches negative answers (30s by default): etcd asks for it
-// as soon as the member is added, before its pod exists. The certificates
-// are still checked against the members' names. It also lets a manager
-// outside the cluster reach the members, where pod IPs are routed.
-func dialer(ips map[string]string) func(context.Context, string) (net.Conn, error) {
-	var d net.Dialer
-	return func(ctx context.Context, addr string) (net.Conn, error) {
-		if host, port, err := net.SplitHostPort(addr); err == nil {
-			if ip, ok := ips[host]; ok {
-				addr = net.JoinHostPort(ip, port)
-			}
-		}
-		return d.DialContext(ctx, "tcp", addr)
-	}
 }
 
 // enableAuth turns on etcd's authentication with the root user, before

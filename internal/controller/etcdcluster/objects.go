@@ -173,16 +173,6 @@ func stampTemplate(sts *appsv1.StatefulSet) {
 	sts.Annotations[annotationTemplateHash] = hashOf(sts.Spec.Template)
 }
 
-// jobState is how far the init Job got.
-type jobState int
-
-const (
-	jobNone jobState = iota
-	jobRunning
-	jobComplete
-	jobFailed
-)
-
 // reconcileInitJob creates the init Job once a quorum of the new cluster
 // is healthy (and authentication, if wanted, is on). A completed Job stays
 // as the record of the cluster's first check.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,22 +33,6 @@ func notOurs(c *etcdv1alpha1.EtcdCluster, kind string, obj client.Object) error 
 		kind, obj.GetName(), errNotOurs, c.Name, c.UID)
 }
 
-// ownedJob reads the Job name: nil when there is none, and an error that
-// wraps errNotOurs when one exists that c does not control.
-func (r *Reconciler) ownedJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name string) (*batchv1.Job, error) {
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, job)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading Job %s: %w", name, err)
-	case !metav1.IsControlledBy(job, c):
-		return nil, notOurs(c, "Job", job)
-	}
-	return job, nil
-}
-
 // deleteOwned deletes obj, as read, if c controls it, and only that very
 // object (its UID is the delete's precondition); in the background, so a
 // Job goes at once and its pods after it. NotFound counts as done.
@@ -70,16 +53,6 @@ func (r *Reconciler) deleteExactly(ctx context.Context, kind string, obj client.
 		return fmt.Errorf("deleting %s %s: %w", kind, obj.GetName(), err)
 	}
 	return nil
-}
-
-// deleteDoneJob deletes a finished Job of c's that mounted a member's
-// volume, with its pods: a pod that mounts a claim keeps it from being
-// deleted even once it completed (kubernetes.io/pvc-protection), and Tend
-// deletes members' claims when it replaces, removes or recovers members.
-// What the Job did is in the status and the Events by then; a retried step
-// finds its work done.
-func (r *Reconciler) deleteDoneJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster, job *batchv1.Job) error {
-	return r.deleteOwned(ctx, c, "Job", job)
 }
 
 // claimsOf lists, from the cache, the volume claims labelled with c's

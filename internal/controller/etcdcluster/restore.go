@@ -3,7 +3,6 @@ package etcdcluster
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -241,35 +240,28 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 			return false, err
 		}
 	}
-	var done []*batchv1.Job
-	var failed, foreign []string
-	for i := range int(replicas(c)) {
-		if err := r.Create(ctx, memberClaim(c, i)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("creating volume claim %s: %w", pvcName(c, i), err)
-		}
-		job, err := r.ownedJob(ctx, c, restoreJobName(c, i))
-		switch {
-		case errors.Is(err, errNotOurs):
-			// Another's Job of that name: its result says nothing of
-			// this member's volume.
-			foreign = append(foreign, err.Error())
-			continue
-		case err != nil:
-			return false, err
-		case job == nil:
-			if err := r.createOwned(ctx, c, restoreJob(c, i, src, r.AgentImage)); err != nil {
-				return false, err
-			}
-			r.event(c, corev1.EventTypeNormal, "RestoreStarted", "Restore", "Restoring member %s from %s", memberName(c, i), src.from.URI)
-			continue
-		}
-		switch state, msg := jobStateOf(job); state {
-		case jobComplete:
-			done = append(done, job)
-		case jobFailed:
-			failed = append(failed, fmt.Sprintf("%s (%s)", job.Name, msg))
-		}
+	pvcs, err := r.claimsOf(ctx, c)
+	if err != nil {
+		return false, err
 	}
+	got, err := r.restoreVolumes(ctx, volumeRestore{
+		cluster: c, src: src, strangersWait: true,
+		run: func(i int) restoreRun { return restoreRun{job: restoreJobName(c, i), id: string(c.UID)} },
+		jobOf: func(ctx context.Context, name string) (*batchv1.Job, error) {
+			job, err := r.ownedJob(ctx, c, name)
+			if job == nil && err == nil {
+				job = &batchv1.Job{}
+			}
+			return job, err
+		},
+	}, pvcs)
+	if err != nil {
+		return false, err
+	}
+	for _, i := range got.started {
+		r.event(c, corev1.EventTypeNormal, "RestoreStarted", "Restore", "Restoring member %s from %s", memberName(c, i), src.from.URI)
+	}
+	done, failed, foreign := got.done, got.failed, got.waiting
 	from := src.from
 	switch {
 	case len(foreign) > 0:
@@ -323,22 +315,6 @@ func (r *Reconciler) recordRestored(ctx context.Context, s *scope) error {
 	}
 	s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoredFromBackup, done: true, from: &from}
 	return r.releaseBackups(ctx, c)
-}
-
-// jobStateOf reads a Job's terminal conditions.
-func jobStateOf(job *batchv1.Job) (jobState, string) {
-	for _, cond := range job.Status.Conditions {
-		if cond.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch cond.Type {
-		case batchv1.JobComplete:
-			return jobComplete, ""
-		case batchv1.JobFailed:
-			return jobFailed, cond.Message
-		}
-	}
-	return jobRunning, ""
 }
 
 // staleVolumes are the claims among pvcs that a new cluster's members

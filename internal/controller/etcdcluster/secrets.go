@@ -14,8 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
@@ -207,23 +205,4 @@ func randomPassword() (string, error) {
 		return "", fmt.Errorf("generating the root password: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-// createOwned creates obj owned by c. It fails when obj exists already
-// (names are deterministic: it is ours from an earlier pass that the cache
-// does not show yet), so that the pass starts again from what exists rather
-// than go on with an object that was never stored, such as a second
-// password.
-func (r *Reconciler) createOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obj client.Object) error {
-	if err := controllerutil.SetControllerReference(c, obj, r.Scheme()); err != nil {
-		return err
-	}
-	if err := r.Create(ctx, obj); err != nil {
-		kind := "object"
-		if gvk, gvkErr := apiutil.GVKForObject(obj, r.Scheme()); gvkErr == nil {
-			kind = gvk.Kind
-		}
-		return fmt.Errorf("creating %s %s: %w", kind, obj.GetName(), err)
-	}
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -389,37 +388,18 @@ func membersStatus(views []memberView) []etcdv1alpha1.Member {
 // lowestVersion is the lowest version any member reports, such as
 // "v3.6.16"; empty when none answered.
 func lowestVersion(views []memberView) string {
-	lowest := ""
+	var lowest etcdVersion
+	found := false
 	for _, v := range views {
-		if v.Version == "" {
-			continue
-		}
-		if lowest == "" || compareVersions(v.Version, lowest) < 0 {
-			lowest = v.Version
+		mv, ok := parseVersion(v.Version)
+		if ok && (!found || mv.compare(lowest) < 0) {
+			lowest, found = mv, true
 		}
 	}
-	if lowest == "" {
+	if !found {
 		return ""
 	}
-	return "v" + lowest
-}
-
-// compareVersions compares dotted versions such as 3.6.16 number by number.
-func compareVersions(a, b string) int {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := range max(len(as), len(bs)) {
-		var x, y int
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		if x != y {
-			return cmp.Compare(x, y)
-		}
-	}
-	return 0
+	return lowest.String()
 }
 
 // deletingStatus is the status of a deleted cluster: what was known stays;

@@ -165,6 +165,7 @@ func (s *rollSlots) release(key types.NamespacedName) {
 	defer s.mu.Unlock()
 	delete(s.taken, key)
 }
+
 // keepsRollSlot tells whether the roll u of c holds one of the slots of
 // operator-caused rolls: one under way does, also after a restart of the
 // manager; one that stalled (a member that did not come back, a check Job
@@ -173,5 +174,3 @@ func (s *rollSlots) release(key types.NamespacedName) {
 func keepsRollSlot(c *etcdv1alpha1.EtcdCluster, u *etcdv1alpha1.UpdateStatus) bool {
 	return u.Cause == etcdv1alpha1.UpdateCauseOperator && !stalledBefore(c) && !checkFailedBefore(c)
 }
-
-

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/controller/etcdcluster"
+	"github.com/tend-dev/tend/internal/etcdnames"
 	"github.com/tend-dev/tend/internal/readiness"
 )
 
@@ -198,15 +198,15 @@ func (r *BackupReconciler) readyCluster(ctx context.Context, s *backupScope) (*e
 	}
 	// Read live: the manager caches no ConfigMaps, and this is read once
 	// per backup.
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: etcdcluster.ConnectionName(c)}, &corev1.ConfigMap{})
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: etcdnames.ConnectionName(c)}, &corev1.ConfigMap{})
 	switch {
 	case apierrors.IsNotFound(err):
 		s.obs.pending(etcdv1alpha1.ReasonWaitingForConnection, fmt.Sprintf(
-			"Waiting for ConfigMap %s, where the EtcdCluster controller publishes how to reach the cluster; is that controller running?", etcdcluster.ConnectionName(c)))
+			"Waiting for ConfigMap %s, where the EtcdCluster controller publishes how to reach the cluster; is that controller running?", etcdnames.ConnectionName(c)))
 		s.requeueAfter(requeueWaiting)
 		return nil, false, nil
 	case err != nil:
-		return nil, false, fmt.Errorf("reading ConfigMap %s: %w", etcdcluster.ConnectionName(c), err)
+		return nil, false, fmt.Errorf("reading ConfigMap %s: %w", etcdnames.ConnectionName(c), err)
 	}
 	return c, true, nil
 }

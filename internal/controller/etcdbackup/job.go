@@ -8,7 +8,7 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agentapi"
-	"github.com/tend-dev/tend/internal/controller/etcdcluster"
+	"github.com/tend-dev/tend/internal/etcdnames"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -47,7 +47,7 @@ const (
 )
 
 // rootPasswordKey is the key of the root password in the cluster's root
-// Secret (etcdcluster.RootSecretName).
+// Secret (etcdnames.RootSecretName).
 const rootPasswordKey = "password"
 
 // Volumes of the Jobs' pods.
@@ -176,10 +176,10 @@ func backupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, agentIma
 		Volumes: append([]corev1.Volume{
 			{Name: volumeScratch, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			{Name: volumeConnection, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: etcdcluster.ConnectionName(c)},
+				LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.ConnectionName(c)},
 			}}},
 			{Name: volumeClientTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName: etcdcluster.ClientTLSSecret(c),
+				SecretName: etcdnames.ClientTLSSecret(c),
 			}}},
 		}, loc.Volumes...),
 	}
@@ -190,7 +190,7 @@ func backupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, agentIma
 		backupArgs = append(backupArgs, "--result-file="+resultFile)
 		fetchArgs := append([]string{stepFetch, "--from-result=" + resultFile}, loc.Args...)
 		fetchArgs = append(fetchArgs, "--out="+snapshotFile)
-		etcdImage := etcdcluster.Image(c)
+		etcdImage := etcdnames.Image(c)
 		restore := etcdContainer(etcdImage, stepRestore, []string{
 			"/usr/local/bin/etcdutl", "snapshot", "restore", snapshotFile,
 			"--data-dir=" + verifyDataDir, "--name=verify",
@@ -209,7 +209,7 @@ func backupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, agentIma
 		var verifyEnv []corev1.EnvVar
 		if c.Spec.Auth.Enabled {
 			verifyEnv = []corev1.EnvVar{{Name: "ETCD_ROOT_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: etcdcluster.RootSecretName(c)}, Key: rootPasswordKey,
+				LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.RootSecretName(c)}, Key: rootPasswordKey,
 			}}}}
 		}
 		verifyArgs := append([]string{stepVerify, "--local-endpoint=" + verifyClientURL}, clusterArgs...)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -29,16 +31,6 @@ const (
 	peerTLSDir   = "/etc/etcd/tls/peer"
 	dataVolume   = "data"
 )
-
-// Image is the etcd image of c: the override, or the public image of its
-// version, which the local cluster also carries under that name. It holds
-// etcd, etcdctl and etcdutl.
-func Image(c *etcdv1alpha1.EtcdCluster) string {
-	if c.Spec.Image != "" {
-		return c.Spec.Image
-	}
-	return "gcr.io/etcd-development/etcd:" + cmp.Or(c.Spec.Version, etcdv1alpha1.DefaultVersion)
-}
 
 func replicas(c *etcdv1alpha1.EtcdCluster) int32 { return ptr.Deref(c.Spec.Replicas, 3) }
 
@@ -173,8 +165,8 @@ func memberStatefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap, 
 
 	secrets := tlsSecretsOf(c)
 	volumes := []corev1.Volume{
-		{Name: "server-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secrets.server}}},
-		{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secrets.peer}}},
+		{Name: "server-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secrets.Server}}},
+		{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secrets.Peer}}},
 	}
 	var claims []corev1.PersistentVolumeClaim
 	if c.Spec.Storage.Ephemeral {
@@ -235,7 +227,7 @@ func memberStatefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap, 
 					InitContainers:                []corev1.Container{joinCheck(c, boot, agentImage)},
 					Containers: []corev1.Container{{
 						Name:            "etcd",
-						Image:           Image(c),
+						Image:           etcdnames.Image(c),
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Command:         []string{"/usr/local/bin/etcd"},
 						Env:             env,

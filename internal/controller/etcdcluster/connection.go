@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
@@ -27,12 +29,12 @@ func connectionConfigMap(c *etcdv1alpha1.EtcdCluster, size int32, ca []byte) *co
 		endpoints = append(endpoints, memberClientURL(c, memberName(c, i)))
 	}
 	return &corev1.ConfigMap{
-		ObjectMeta: meta(c, ConnectionName(c)),
+		ObjectMeta: meta(c, etcdnames.ConnectionName(c)),
 		Data: map[string]string{
 			podspec.ConnectionEndpoint:     clientEndpoint(c),
 			podspec.ConnectionEndpoints:    strings.Join(endpoints, ","),
 			podspec.ConnectionCA:           string(ca),
-			podspec.ConnectionClientSecret: ClientTLSSecret(c),
+			podspec.ConnectionClientSecret: etcdnames.ClientTLSSecret(c),
 			podspec.ConnectionVersion:      cmp.Or(c.Spec.Version, etcdv1alpha1.DefaultVersion),
 		},
 	}
@@ -47,7 +49,7 @@ func (r *Reconciler) reconcileConnection(ctx context.Context, s *scope) error {
 		size = max(size, ptr.Deref(s.sts.Spec.Replicas, 0))
 	}
 	server := &corev1.Secret{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: tlsSecretsOf(c).server}, server); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: tlsSecretsOf(c).Server}, server); err != nil {
 		return fmt.Errorf("reading the server certificate's CA: %w", err)
 	}
 	want := connectionConfigMap(c, size, server.Data["ca.crt"])

@@ -191,7 +191,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			return nil
 		}
 		s := tlsSecretsOf(c)
-		return []string{s.server, s.peer, s.client}
+		return []string{s.Server, s.Peer, s.Client}
 	})
 	if err != nil {
 		return fmt.Errorf("indexing EtcdClusters by TLS Secret: %w", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,7 +45,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 	step := func(name string, args ...string) corev1.Container {
 		return corev1.Container{
 			Name:            name,
-			Image:           Image(c),
+			Image:           etcdnames.Image(c),
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Command:         append([]string{"/usr/local/bin/etcdctl"}, args...),
 			Env:             env,
@@ -58,7 +60,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 		// line, which the node's process list shows.
 		root := step("root-login", "auth", "status")
 		root.Env = append(root.Env, corev1.EnvVar{Name: "ETCDCTL_USER", Value: "root"}, corev1.EnvVar{Name: "ETCDCTL_PASSWORD", ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: RootSecretName(c)}, Key: rootPasswordKey},
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.RootSecretName(c)}, Key: rootPasswordKey},
 		}})
 		steps = append(steps, root)
 	}
@@ -76,7 +78,7 @@ func initJob(c *etcdv1alpha1.EtcdCluster) *batchv1.Job {
 					InitContainers:               steps,
 					Containers:                   []corev1.Container{step("members", "member", "list", "--write-out=table")},
 					Volumes: []corev1.Volume{{Name: "client-tls", VolumeSource: corev1.VolumeSource{
-						Secret: &corev1.SecretVolumeSource{SecretName: tlsSecretsOf(c).client},
+						Secret: &corev1.SecretVolumeSource{SecretName: tlsSecretsOf(c).Client},
 					}}},
 					Tolerations:  c.Spec.PodTemplate.Tolerations,
 					NodeSelector: c.Spec.PodTemplate.NodeSelector,
@@ -122,9 +124,9 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 					})},
 					Volumes: []corev1.Volume{
 						{Name: "connection", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: ConnectionName(c)},
+							LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.ConnectionName(c)},
 						}}},
-						{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ClientTLSSecret(c)}}},
+						{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: etcdnames.ClientTLSSecret(c)}}},
 					},
 					Tolerations:  c.Spec.PodTemplate.Tolerations,
 					NodeSelector: c.Spec.PodTemplate.NodeSelector,
@@ -165,7 +167,7 @@ func jobPodLabels(c *etcdv1alpha1.EtcdCluster, name string) map[string]string {
 // from the cluster's root Secret.
 func rootPasswordEnv(c *etcdv1alpha1.EtcdCluster) corev1.EnvVar {
 	return corev1.EnvVar{Name: "ETCD_ROOT_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: RootSecretName(c)}, Key: rootPasswordKey,
+		LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.RootSecretName(c)}, Key: rootPasswordKey,
 	}}}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -47,7 +49,7 @@ func (r *Reconciler) enableAuth(ctx context.Context, s *scope, cli Members) erro
 	if err := applyAuth(ctx, c, cli, s.rootPassword, restoring(c)); err != nil || !c.Spec.Auth.Enabled {
 		return err
 	}
-	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "Enabled authentication; the root user's password is in Secret %s", RootSecretName(c))
+	r.event(c, corev1.EventTypeNormal, "AuthEnabled", "EnableAuth", "Enabled authentication; the root user's password is in Secret %s", etcdnames.RootSecretName(c))
 	return nil
 }
 

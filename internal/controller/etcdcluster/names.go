@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/etcdnames"
 	"github.com/tend-dev/tend/internal/names"
 )
 
@@ -29,36 +30,9 @@ func statefulSetName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name }
 func pdbName(c *etcdv1alpha1.EtcdCluster) string           { return c.Name }
 func initJobName(c *etcdv1alpha1.EtcdCluster) string       { return names.Child(c.Name, "-init", names.Job) }
 func caSecretName(c *etcdv1alpha1.EtcdCluster) string      { return c.Name + "-ca" }
-func serverSecretName(c *etcdv1alpha1.EtcdCluster) string  { return c.Name + "-server-tls" }
-func peerSecretName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name + "-peer-tls" }
 
-// ClientSecretName is the Secret holding a client certificate for
-// applications (and for Tend itself) in Auto TLS mode.
-func ClientSecretName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-client-tls" }
-
-// ClientTLSSecret is the Secret with the client certificate that Tend and
-// its agents use: Tend's in Auto mode, the user's in Provided mode.
-func ClientTLSSecret(c *etcdv1alpha1.EtcdCluster) string { return tlsSecretsOf(c).client }
-
-// ConnectionName is the cluster's connection ConfigMap: the endpoints and
-// CA that backup pods and applications read (keys in internal/podspec).
-func ConnectionName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-connection" }
-
-// tlsSecrets are the names of the Secrets that hold the cluster's
-// certificates: Tend's in Auto mode, the user's in Provided mode.
-type tlsSecrets struct{ server, peer, client string }
-
-func tlsSecretsOf(c *etcdv1alpha1.EtcdCluster) tlsSecrets {
-	if c.Spec.TLS.Mode == etcdv1alpha1.TLSProvided && c.Spec.TLS.Secrets != nil {
-		s := c.Spec.TLS.Secrets
-		return tlsSecrets{server: s.Server, peer: s.Peer, client: s.Client}
-	}
-	return tlsSecrets{server: serverSecretName(c), peer: peerSecretName(c), client: ClientSecretName(c)}
-}
-
-// RootSecretName is the Secret holding the root user's password when auth
-// is on.
-func RootSecretName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-root" }
+// tlsSecretsOf names c's certificate Secrets (internal/etcdnames).
+func tlsSecretsOf(c *etcdv1alpha1.EtcdCluster) etcdnames.TLSSecrets { return etcdnames.TLSSecretsOf(c) }
 
 // memberName is the name of the i-th member: its pod's name.
 func memberName(c *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -64,11 +66,11 @@ func TestEveryDerivedNameFitsAtTheLongestClusterName(t *testing.T) {
 		{"final snapshot claim", finalSnapshotClaimName(c), subdomain},
 		{"pre-upgrade backups claim", upgradeBackupClaimName(c), subdomain},
 		{"CA Secret", caSecretName(c), subdomain},
-		{"server TLS Secret", serverSecretName(c), subdomain},
-		{"peer TLS Secret", peerSecretName(c), subdomain},
-		{"client TLS Secret", ClientSecretName(c), subdomain},
-		{"root Secret", RootSecretName(c), subdomain},
-		{"connection ConfigMap", ConnectionName(c), subdomain},
+		{"server TLS Secret", etcdnames.ServerSecretName(c), subdomain},
+		{"peer TLS Secret", etcdnames.PeerSecretName(c), subdomain},
+		{"client TLS Secret", etcdnames.ClientSecretName(c), subdomain},
+		{"root Secret", etcdnames.RootSecretName(c), subdomain},
+		{"connection ConfigMap", etcdnames.ConnectionName(c), subdomain},
 		{"cluster label", labels(c)[LabelCluster], label},
 	} {
 		t.Run(tc.what, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -346,5 +348,5 @@ func runningImageOr(s *scope) string {
 	if img := runningImage(s.sts); img != "" {
 		return img
 	}
-	return Image(s.template())
+	return etcdnames.Image(s.template())
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -472,7 +474,7 @@ func TestInPlaceRestoreSteps(t *testing.T) {
 	g.Expect(c.Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryChecking))
 	g.Expect(c.Status.Recovery.Job).To(Equal("back-check"))
 	root := &corev1.Secret{}
-	w.get(RootSecretName(w.c), root)
+	w.get(etcdnames.RootSecretName(w.c), root)
 	on, password := w.etcd.auth()
 	g.Expect(on).To(BeTrue())
 	g.Expect(password).To(Equal(string(root.Data[rootPasswordKey])))
@@ -721,7 +723,7 @@ func TestSurvivorRecoverySteps(t *testing.T) {
 	g.Expect(etcdCtr.Name).To(Equal("etcd"))
 	g.Expect(etcdCtr.RestartPolicy).To(Equal(ptr.To(corev1.ContainerRestartPolicyAlways)))
 	g.Expect(etcdCtr.Command).To(ContainElements("--force-new-cluster", "--name=kv-1"))
-	g.Expect(etcdCtr.Image).To(Equal(Image(w.c)))
+	g.Expect(etcdCtr.Image).To(Equal(etcdnames.Image(w.c)))
 	recover := containerNamed(pod.Containers, "recover")
 	g.Expect(recover.Command).To(ContainElement("--member=kv-1"))
 	g.Expect(recover.Env).To(ContainElement(rootPasswordEnv(w.c)))

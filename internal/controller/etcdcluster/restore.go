@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,7 +125,7 @@ func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, ag
 	fetch = append(fetch, loc.Args...)
 	etcdutl := corev1.Container{
 		Name:            "restore",
-		Image:           Image(c),
+		Image:           etcdnames.Image(c),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command: []string{"/usr/local/bin/etcdutl", "snapshot", "restore", podspec.ScratchDir + "/snapshot.db",
 			"--name=" + member,

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tend-dev/tend/internal/etcdnames"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +48,7 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error 
 	certs := s.obs.certificates
 	s.obs.certificates = nil
 	names := tlsSecretsOf(c)
-	for _, name := range []string{names.server, names.peer, names.client} {
+	for _, name := range []string{names.Server, names.Peer, names.Client} {
 		secret := &corev1.Secret{}
 		// In Provided mode these are the user's Secrets, which the cache
 		// does not hold: r.Client reads them from the apiserver
@@ -64,7 +66,7 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) error 
 			}
 		}
 		certs = append(certs, certificateOf(secret))
-		if name != names.client {
+		if name != names.Client {
 			continue
 		}
 		cfg, err := clientTLS(secret)
@@ -134,7 +136,7 @@ func (r *Reconciler) issueCertificates(ctx context.Context, s *scope) error {
 	leaves := []struct {
 		name string
 		kind leafKind
-	}{{serverSecretName(c), leafServer}, {peerSecretName(c), leafPeer}, {ClientSecretName(c), leafClient}}
+	}{{etcdnames.ServerSecretName(c), leafServer}, {etcdnames.PeerSecretName(c), leafPeer}, {etcdnames.ClientSecretName(c), leafClient}}
 	for _, leaf := range leaves {
 		current := &corev1.Secret{}
 		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: leaf.name}, current)
@@ -175,14 +177,14 @@ func (r *Reconciler) reconcileRootSecret(ctx context.Context, s *scope) error {
 		return nil
 	}
 	secret := &corev1.Secret{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: RootSecretName(c)}, secret)
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: etcdnames.RootSecretName(c)}, secret)
 	if apierrors.IsNotFound(err) {
 		password, err := randomPassword()
 		if err != nil {
 			return err
 		}
 		secret = &corev1.Secret{
-			ObjectMeta: meta(c, RootSecretName(c)),
+			ObjectMeta: meta(c, etcdnames.RootSecretName(c)),
 			Type:       corev1.SecretTypeBasicAuth,
 			Data:       map[string][]byte{rootUsernameKey: []byte("root"), rootPasswordKey: []byte(password)},
 		}
@@ -190,11 +192,11 @@ func (r *Reconciler) reconcileRootSecret(ctx context.Context, s *scope) error {
 			return err
 		}
 	} else if err != nil {
-		return fmt.Errorf("reading Secret %s: %w", RootSecretName(c), err)
+		return fmt.Errorf("reading Secret %s: %w", etcdnames.RootSecretName(c), err)
 	}
 	s.rootPassword = string(secret.Data[rootPasswordKey])
 	if s.rootPassword == "" {
-		return fmt.Errorf("the Secret %s has no %s; delete it and Tend makes a new one only if auth is not enabled yet in etcd", RootSecretName(c), rootPasswordKey)
+		return fmt.Errorf("the Secret %s has no %s; delete it and Tend makes a new one only if auth is not enabled yet in etcd", etcdnames.RootSecretName(c), rootPasswordKey)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/controller/etcdcluster"
+	"github.com/tend-dev/tend/internal/etcdnames"
 	"github.com/tend-dev/tend/test/e2e/framework"
 )
 
@@ -332,7 +333,7 @@ func (r *rig) b10Tend(b *testing.B, from, to string) b10Sample {
 	}
 	target := ec.DeepCopy()
 	target.Spec.Version = to
-	fromImage, toImage := etcdcluster.Image(ec), etcdcluster.Image(target)
+	fromImage, toImage := etcdnames.Image(ec), etcdnames.Image(target)
 	pods := r.b10WatchPods(ctx, b, ns, map[string]string{etcdcluster.LabelCluster: b10Cluster})
 	pods.setTarget(fromImage)
 
@@ -346,7 +347,7 @@ func (r *rig) b10Tend(b *testing.B, from, to string) b10Sample {
 		return stable(o, b10Members, ec.Generation) && o.status.CurrentVersion == from
 	}, nil)
 	r.b10WaitPods(b, ns, pods, fromImage, timeout)
-	tlsConfig := r.cluster.SecretTLS(b, ns, etcdcluster.ClientTLSSecret(ec))
+	tlsConfig := r.cluster.SecretTLS(b, ns, etcdnames.ClientTLSSecret(ec))
 	p := r.b10StartProbe(b, ns, pods, tlsConfig)
 	defer p.close()
 	p.waitHealthy(b, from, timeout)

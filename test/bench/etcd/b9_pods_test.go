@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -109,7 +110,7 @@ func (p *b9Pods) agentContainer(name string, args []string, env []corev1.EnvVar,
 		Env:                      env,
 		VolumeMounts:             mounts,
 		SecurityContext:          podspec.ContainerSecurity(),
-		TerminationMessagePath:   agent.TerminationMessagePath,
+		TerminationMessagePath:   agentapi.TerminationMessagePath,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
 }
@@ -156,7 +157,7 @@ func (p *b9Pods) fileBackupPod(name string) *corev1.Pod {
 	pod := p.pod(name)
 	args := append([]string{"backup"}, b9ClusterArgs...)
 	args = append(args, "--to=file://"+b9Snapshot, "--compression=None", "--owner="+b9Owner)
-	pod.Spec.Containers = []corev1.Container{p.agentContainer(agent.OpBackup, args, nil, append([]corev1.VolumeMount{b9ScratchMount}, b9ClusterMount...)...)}
+	pod.Spec.Containers = []corev1.Container{p.agentContainer(agentapi.OpBackup, args, nil, append([]corev1.VolumeMount{b9ScratchMount}, b9ClusterMount...)...)}
 	return pod
 }
 
@@ -167,7 +168,7 @@ func (p *b9Pods) fileBackupPod(name string) *corev1.Pod {
 func (p *b9Pods) backupPod(name, key string, c agent.Compression, verify bool) *corev1.Pod {
 	pod := p.pod(name)
 	mounts := append([]corev1.VolumeMount{b9ScratchMount}, b9ClusterMount...)
-	backup := p.agentContainer(agent.OpBackup, p.backupArgs(key, c), p.s3.env(), mounts...)
+	backup := p.agentContainer(agentapi.OpBackup, p.backupArgs(key, c), p.s3.env(), mounts...)
 	if !verify {
 		pod.Spec.Containers = []corev1.Container{backup}
 		return pod
@@ -192,11 +193,11 @@ func (p *b9Pods) backupPod(name, key string, c agent.Compression, verify bool) *
 	verifyArgs = append(verifyArgs, "--backup-result="+b9ResultFile)
 	pod.Spec.InitContainers = []corev1.Container{
 		backup,
-		p.agentContainer(agent.OpFetch, fetch, p.s3.env(), b9ScratchMount),
+		p.agentContainer(agentapi.OpFetch, fetch, p.s3.env(), b9ScratchMount),
 		restore,
 		server,
 	}
-	pod.Spec.Containers = []corev1.Container{p.agentContainer(agent.OpVerify, verifyArgs, nil, mounts...)}
+	pod.Spec.Containers = []corev1.Container{p.agentContainer(agentapi.OpVerify, verifyArgs, nil, mounts...)}
 	return pod
 }
 
@@ -207,7 +208,7 @@ func (p *b9Pods) backupPod(name, key string, c agent.Compression, verify bool) *
 func (p *b9Pods) etcdutlPod(name, key, sha string, members int) *corev1.Pod {
 	pod := p.pod(name)
 	fetch := append([]string{"fetch", "--from=" + p.s3.uri(key), "--compression=None", "--sha256=" + sha, "--out=" + b9Snapshot}, p.s3.args()...)
-	pod.Spec.InitContainers = []corev1.Container{p.agentContainer(agent.OpFetch, fetch, p.s3.env(), b9ScratchMount)}
+	pod.Spec.InitContainers = []corev1.Container{p.agentContainer(agentapi.OpFetch, fetch, p.s3.env(), b9ScratchMount)}
 	var initial []string
 	for i := range members {
 		initial = append(initial, fmt.Sprintf("m%d=https://m%d.anchor:2380", i, i))
@@ -302,7 +303,7 @@ func (r *rig) mustLog(b *testing.B, pod *corev1.Pod, container string, stamped b
 
 // result is the Result of the agent step that container ran, from its
 // termination message.
-func result(b *testing.B, pod *corev1.Pod, container, op string) agent.Result {
+func result(b *testing.B, pod *corev1.Pod, container, op string) agentapi.Result {
 	b.Helper()
 	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 		if st.Name != container {
@@ -311,7 +312,7 @@ func result(b *testing.B, pod *corev1.Pod, container, op string) agent.Result {
 		if st.State.Terminated == nil {
 			b.Fatalf("pod %s: the container %s has not ended", pod.Name, container)
 		}
-		r, err := agent.ParseResult(st.State.Terminated.Message, op)
+		r, err := agentapi.ParseResult(st.State.Terminated.Message, op)
 		if err != nil {
 			b.Fatalf("pod %s, container %s: %v", pod.Name, container, err)
 		}
@@ -321,7 +322,7 @@ func result(b *testing.B, pod *corev1.Pod, container, op string) agent.Result {
 		return r
 	}
 	b.Fatalf("pod %s has no container %s", pod.Name, container)
-	return agent.Result{}
+	return agentapi.Result{}
 }
 
 // etcdutlSpan is when the etcdutl snapshot restore in container began and

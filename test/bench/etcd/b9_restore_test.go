@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // b9Etcdutl takes one sample of the restore's anchor: etcdutl snapshot
@@ -92,11 +92,11 @@ func (r *rig) b9Restore(b *testing.B, src *b9Source, f *b9Figures, name, key, sh
 	var parts []string
 	for i := range f.members {
 		pod := r.b9JobPod(b, ns, fmt.Sprintf("%s-restore-%d", name, i))
-		fetch := result(b, pod, agent.OpFetch, agent.OpFetch)
-		install := result(b, pod, agent.OpInstall, agent.OpInstall)
+		fetch := result(b, pod, agentapi.OpFetch, agentapi.OpFetch)
+		install := result(b, pod, agentapi.OpInstall, agentapi.OpInstall)
 		start, end := r.etcdutlSpan(b, pod, "restore")
-		fetchSeconds := stepSeconds(b, pod, agent.OpFetch, fetch)
-		installSeconds := stepSeconds(b, pod, agent.OpInstall, install)
+		fetchSeconds := stepSeconds(b, pod, agentapi.OpFetch, fetch)
+		installSeconds := stepSeconds(b, pod, agentapi.OpInstall, install)
 		f.restoreFetch = append(f.restoreFetch, fetchSeconds)
 		f.restoreEtcdutl = append(f.restoreEtcdutl, end.Sub(start).Seconds())
 		f.restoreInstall = append(f.restoreInstall, installSeconds)

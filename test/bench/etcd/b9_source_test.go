@@ -27,7 +27,7 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agent"
-	"github.com/tend-dev/tend/internal/controller/etcdcluster"
+	"github.com/tend-dev/tend/internal/etcdnames"
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
@@ -113,7 +113,7 @@ func (r *rig) b9StartSource(b *testing.B, ns string) *b9Source {
 		if !available(&ec.Status) {
 			return false, fmt.Errorf("status: %+v", ec.Status.Conditions)
 		}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: etcdcluster.ConnectionName(ec)}, &conn); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: etcdnames.ConnectionName(ec)}, &conn); err != nil {
 			return false, err
 		}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ec.Name + "-0"}, &pod); err != nil {
@@ -127,11 +127,11 @@ func (r *rig) b9StartSource(b *testing.B, ns string) *b9Source {
 	s.pods = &b9Pods{
 		ns: ns, tendImage: r.cluster.Settings.TendImage, etcdImage: r.cluster.Settings.EtcdImage,
 		cluster: ec.Name, member: s.endpoint,
-		connection: etcdcluster.ConnectionName(ec), clientTLS: etcdcluster.ClientTLSSecret(ec),
+		connection: etcdnames.ConnectionName(ec), clientTLS: etcdnames.ClientTLSSecret(ec),
 		s3: b9S3{endpoint: r.cluster.Settings.MotoURL, region: b9Region, bucket: bucket},
 	}
 	host := strings.TrimSuffix(strings.TrimPrefix(s.endpoint, "https://"), ":2379")
-	tlsConfig := r.cluster.SecretTLS(b, ns, etcdcluster.ClientTLSSecret(ec))
+	tlsConfig := r.cluster.SecretTLS(b, ns, etcdnames.ClientTLSSecret(ec))
 	s.cli = r.cluster.EtcdClient(b, tlsConfig, map[string]string{host: pod.Status.PodIP}, s.endpoint)
 	return s
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/agentapi"
 )
 
 // B9's settings. Pass them after -args when running this package alone.
@@ -188,17 +189,17 @@ func (r *rig) b9Etcdctl(b *testing.B, src *b9Source, f *b9Figures, name string) 
 
 // b9Backup takes one sample of tend backup with compression c to key,
 // verified when verify is set, and returns the backup's Result.
-func (r *rig) b9Backup(b *testing.B, src *b9Source, f *b9Figures, name, key string, c agent.Compression, verify bool) agent.Result {
+func (r *rig) b9Backup(b *testing.B, src *b9Source, f *b9Figures, name, key string, c agent.Compression, verify bool) agentapi.Result {
 	b.Helper()
 	pod := r.runPod(b, src.pods.backupPod(name, key, c, verify), *flagB9Timeout)
-	res := result(b, pod, agent.OpBackup, agent.OpBackup)
+	res := result(b, pod, agentapi.OpBackup, agentapi.OpBackup)
 	if res.Snapshot == nil || res.Artifact == nil {
 		b.Fatalf("pod %s: the backup's Result lacks the snapshot or the artifact: %+v", pod.Name, res)
 	}
 	size := res.Snapshot.DBSizeBytes
 	cs := string(c)
-	backupLog := r.mustLog(b, pod, agent.OpBackup, true)
-	f.tend[cs] = append(f.tend[cs], mbPerSecond(size, stepSeconds(b, pod, agent.OpBackup, res)))
+	backupLog := r.mustLog(b, pod, agentapi.OpBackup, true)
+	f.tend[cs] = append(f.tend[cs], mbPerSecond(size, stepSeconds(b, pod, agentapi.OpBackup, res)))
 	f.stored[cs] = float64(res.Artifact.SizeBytes) / float64(size)
 	stream, ok := agentLogSeconds(backupLog, "Stored the snapshot")
 	if ok {
@@ -217,14 +218,14 @@ func (r *rig) b9Backup(b *testing.B, src *b9Source, f *b9Figures, name, key stri
 func (r *rig) b9FileBackup(b *testing.B, src *b9Source, f *b9Figures, name string) {
 	b.Helper()
 	pod := r.runPod(b, src.pods.fileBackupPod(name), *flagB9Timeout)
-	res := result(b, pod, agent.OpBackup, agent.OpBackup)
+	res := result(b, pod, agentapi.OpBackup, agentapi.OpBackup)
 	if res.Snapshot == nil {
 		b.Fatalf("pod %s: the backup's Result lacks the snapshot: %+v", pod.Name, res)
 	}
-	seconds := stepSeconds(b, pod, agent.OpBackup, res)
+	seconds := stepSeconds(b, pod, agentapi.OpBackup, res)
 	size := res.Snapshot.DBSizeBytes
 	f.file = append(f.file, mbPerSecond(size, seconds))
-	stream, ok := agentLogSeconds(r.mustLog(b, pod, agent.OpBackup, false), "Stored the snapshot")
+	stream, ok := agentLogSeconds(r.mustLog(b, pod, agentapi.OpBackup, false), "Stored the snapshot")
 	if ok {
 		f.fileStream = append(f.fileStream, mbPerSecond(size, stream))
 	}
@@ -237,8 +238,8 @@ func (r *rig) b9FileBackup(b *testing.B, src *b9Source, f *b9Figures, name strin
 // stamps.
 func (r *rig) b9Verification(b *testing.B, pod *corev1.Pod, f *b9Figures, backupLog string) {
 	b.Helper()
-	fetch := result(b, pod, agent.OpFetch, agent.OpFetch)
-	verify := result(b, pod, agent.OpVerify, agent.OpVerify)
+	fetch := result(b, pod, agentapi.OpFetch, agentapi.OpFetch)
+	verify := result(b, pod, agentapi.OpVerify, agentapi.OpVerify)
 	if verify.Verification == nil || !verify.Verification.Matches {
 		b.Fatalf("pod %s: the verification did not match: %+v", pod.Name, verify.Verification)
 	}
@@ -246,14 +247,14 @@ func (r *rig) b9Verification(b *testing.B, pod *corev1.Pod, f *b9Figures, backup
 	if err != nil {
 		b.Fatalf("pod %s, backup: %v", pod.Name, err)
 	}
-	verifyLog := r.mustLog(b, pod, agent.OpVerify, true)
+	verifyLog := r.mustLog(b, pod, agentapi.OpVerify, true)
 	to, err := lastStamp(verifyLog)
 	if err != nil {
 		b.Fatalf("pod %s, verify: %v", pod.Name, err)
 	}
 	start, end := r.etcdutlSpan(b, pod, "restore")
-	fetchSeconds := stepSeconds(b, pod, agent.OpFetch, fetch)
-	verifySeconds := stepSeconds(b, pod, agent.OpVerify, verify)
+	fetchSeconds := stepSeconds(b, pod, agentapi.OpFetch, fetch)
+	verifySeconds := stepSeconds(b, pod, agentapi.OpVerify, verify)
 	f.verify = append(f.verify, to.Sub(from).Seconds())
 	f.verifyAgent = append(f.verifyAgent, float64(verify.Verification.DurationSeconds))
 	f.verifyFetch = append(f.verifyFetch, fetchSeconds)
@@ -266,7 +267,7 @@ func (r *rig) b9Verification(b *testing.B, pod *corev1.Pod, f *b9Figures, backup
 
 // stepSeconds is the durationSeconds of the Result of the agent step that
 // container ran: the step's own work, from its flags read to its Result.
-func stepSeconds(b *testing.B, pod *corev1.Pod, container string, res agent.Result) float64 {
+func stepSeconds(b *testing.B, pod *corev1.Pod, container string, res agentapi.Result) float64 {
 	b.Helper()
 	if res.DurationSeconds <= 0 {
 		b.Fatalf("pod %s, %s: the Result has no durationSeconds, which the agents' contract promises: %+v", pod.Name, container, res)

@@ -134,7 +134,86 @@ func memberStatefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap, 
 		podLabels = map[string]string{}
 	}
 	maps.Copy(podLabels, labels(c))
+	volumes, claims := memberVolumes(c)
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: meta(c, statefulSetName(c)),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(size),
+			ServiceName:         peerServiceName(c),
+			Selector:            &metav1.LabelSelector{MatchLabels: selector(c)},
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				// Tend deletes a removed member's volume itself, after etcd
+				// has forgotten the member.
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+			VolumeClaimTemplates: claims,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(c.Spec.PodTemplate.Annotations)},
+				Spec: corev1.PodSpec{
+					Affinity:                      memberAffinity(c),
+					Tolerations:                   c.Spec.PodTemplate.Tolerations,
+					NodeSelector:                  c.Spec.PodTemplate.NodeSelector,
+					PriorityClassName:             c.Spec.PodTemplate.PriorityClassName,
+					TerminationGracePeriodSeconds: ptr.To[int64](30),
+					AutomountServiceAccountToken:  ptr.To(false),
+					SecurityContext:               podspec.PodSecurity(),
+					InitContainers:                []corev1.Container{joinCheck(c, boot, agentImage)},
+					Containers:                    []corev1.Container{etcdContainer(c, boot)},
+					Volumes:                       volumes,
+				},
+			},
+		},
+	}
+	t := &sts.Spec.Template
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[etcdv1alpha1.AnnotationMemberRevision] = revisionOf(*t)
+	return sts
+}
 
+// etcdContainer is a member's etcd, set by environment variables.
+func etcdContainer(c *etcdv1alpha1.EtcdCluster, boot Bootstrap) corev1.Container {
+	probe := func(path string, period, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(metricsPort)}},
+			PeriodSeconds:    period,
+			TimeoutSeconds:   5,
+			FailureThreshold: failures,
+		}
+	}
+	return corev1.Container{
+		Name:            "etcd",
+		Image:           etcdnames.Image(c),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{"/usr/local/bin/etcd"},
+		Env:             memberEnv(c, boot),
+		Ports: []corev1.ContainerPort{
+			{Name: "client", ContainerPort: clientPort},
+			{Name: "peer", ContainerPort: peerPort},
+			{Name: "metrics", ContainerPort: metricsPort},
+		},
+		Resources: c.Spec.Resources,
+		// /readyz fails while the member has no leader or
+		// lags; /livez only when the server is wedged.
+		ReadinessProbe: probe("/readyz", 5, 3),
+		LivenessProbe:  probe("/livez", 10, 6),
+		StartupProbe:   probe("/livez", 5, 60),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: dataVolume, MountPath: dataDir},
+			{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true},
+			{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true},
+		},
+		SecurityContext: podspec.ContainerSecurity(),
+	}
+}
+
+// memberEnv is etcd's settings of a member: names and addresses, the
+// bootstrap membership, TLS, and the spec's tuning.
+func memberEnv(c *etcdv1alpha1.EtcdCluster, boot Bootstrap) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "ETCD_NAME", Value: "$(POD_NAME)"},
@@ -163,6 +242,12 @@ func memberStatefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap, 
 	}
 	env = append(env, tuning(c)...)
 
+	return env
+}
+
+// memberVolumes are the members' volumes: their certificates, and their
+// data in a claim per member, or in emptyDir with ephemeral storage.
+func memberVolumes(c *etcdv1alpha1.EtcdCluster) ([]corev1.Volume, []corev1.PersistentVolumeClaim) {
 	secrets := tlsSecretsOf(c)
 	volumes := []corev1.Volume{
 		{Name: "server-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secrets.Server}}},
@@ -178,14 +263,12 @@ func memberStatefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap, 
 		}}
 	}
 
-	probe := func(path string, period, failures int32) *corev1.Probe {
-		return &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(metricsPort)}},
-			PeriodSeconds:    period,
-			TimeoutSeconds:   5,
-			FailureThreshold: failures,
-		}
-	}
+	return volumes, claims
+}
+
+// memberAffinity is the spec's affinity, else a preference for one member
+// per node.
+func memberAffinity(c *etcdv1alpha1.EtcdCluster) *corev1.Affinity {
 	affinity := c.Spec.PodTemplate.Affinity
 	if affinity == nil {
 		affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -199,67 +282,7 @@ func memberStatefulSet(c *etcdv1alpha1.EtcdCluster, size int32, boot Bootstrap, 
 		}}
 	}
 
-	sts := &appsv1.StatefulSet{
-		ObjectMeta: meta(c, statefulSetName(c)),
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(size),
-			ServiceName:         peerServiceName(c),
-			Selector:            &metav1.LabelSelector{MatchLabels: selector(c)},
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
-			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				// Tend deletes a removed member's volume itself, after etcd
-				// has forgotten the member.
-				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-			},
-			VolumeClaimTemplates: claims,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(c.Spec.PodTemplate.Annotations)},
-				Spec: corev1.PodSpec{
-					Affinity:                      affinity,
-					Tolerations:                   c.Spec.PodTemplate.Tolerations,
-					NodeSelector:                  c.Spec.PodTemplate.NodeSelector,
-					PriorityClassName:             c.Spec.PodTemplate.PriorityClassName,
-					TerminationGracePeriodSeconds: ptr.To[int64](30),
-					AutomountServiceAccountToken:  ptr.To(false),
-					SecurityContext:               podspec.PodSecurity(),
-					InitContainers:                []corev1.Container{joinCheck(c, boot, agentImage)},
-					Containers: []corev1.Container{{
-						Name:            "etcd",
-						Image:           etcdnames.Image(c),
-						ImagePullPolicy: corev1.PullIfNotPresent,
-						Command:         []string{"/usr/local/bin/etcd"},
-						Env:             env,
-						Ports: []corev1.ContainerPort{
-							{Name: "client", ContainerPort: clientPort},
-							{Name: "peer", ContainerPort: peerPort},
-							{Name: "metrics", ContainerPort: metricsPort},
-						},
-						Resources: c.Spec.Resources,
-						// /readyz fails while the member has no leader or
-						// lags; /livez only when the server is wedged.
-						ReadinessProbe: probe("/readyz", 5, 3),
-						LivenessProbe:  probe("/livez", 10, 6),
-						StartupProbe:   probe("/livez", 5, 60),
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: dataVolume, MountPath: dataDir},
-							{Name: "server-tls", MountPath: serverTLSDir, ReadOnly: true},
-							{Name: "peer-tls", MountPath: peerTLSDir, ReadOnly: true},
-						},
-						SecurityContext: podspec.ContainerSecurity(),
-					}},
-					Volumes: volumes,
-				},
-			},
-		},
-	}
-	t := &sts.Spec.Template
-	if t.Annotations == nil {
-		t.Annotations = map[string]string{}
-	}
-	t.Annotations[etcdv1alpha1.AnnotationMemberRevision] = revisionOf(*t)
-	return sts
+	return affinity
 }
 
 // joinCheckContainer is the member pods' init container that keeps a

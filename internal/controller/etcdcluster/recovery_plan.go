@@ -137,26 +137,7 @@ func planRecovery(in recoveryInput) recoveryPlan {
 	// The source: the approval's, else the survivor, else the backup.
 	switch {
 	case in.approval != "":
-		p.cause = fmt.Sprintf("approved by the annotation %s=%s", etcdv1alpha1.AnnotationRecoverFrom, in.approval)
-		kind, name, _ := strings.Cut(in.approval, "/")
-		switch {
-		case kind == "member" && slices.ContainsFunc(survivors, func(v voter) bool { return v.Name == name }):
-			p.decision, p.survivor = recoverFromMember, name
-			for _, v := range survivors {
-				if v.Name == name {
-					p.revision = v.Revision
-				}
-			}
-		case kind == "backup" && name != "":
-			p.decision, p.backup = recoverFromBackup, name
-		default:
-			names := make([]string, len(survivors))
-			for i, v := range survivors {
-				names[i] = "member/" + v.Name
-			}
-			p.decision, p.reason = recoverBlocked, etcdv1alpha1.ReasonRecoveryBlocked
-			p.message = fmt.Sprintf("The annotation %s=%s names no surviving member that answers, nor a backup; set it to one of %s, or to backup/<EtcdBackup name>; %s",
-				etcdv1alpha1.AnnotationRecoverFrom, in.approval, cmp.Or(strings.Join(names, ", "), "(none)"), p.summary)
+		if !approve(&p, in.approval, survivors) {
 			return p
 		}
 	case len(survivors) > 0:
@@ -171,12 +152,53 @@ func planRecovery(in recoveryInput) recoveryPlan {
 		return p
 	}
 
-	source := fmt.Sprintf("keep member %s's data (revision %d) and add the others anew", p.survivor, p.revision)
-	if p.decision == recoverFromBackup {
-		source = fmt.Sprintf("restore EtcdBackup %s into every member", p.backup)
-	}
 	lost := fmt.Sprintf("The quorum is lost (%d of %d voters healthy, a quorum is %d) and the members given up cannot vote; %s. Plan: %s",
-		len(healthy), len(in.voters), quorum, p.summary, source)
+		len(healthy), len(in.voters), quorum, p.summary, p.source())
+	return schedule(in, p, lost)
+}
+
+// approve takes the source that the annotation AnnotationRecoverFrom
+// names (member/<name> of a survivor that answers, or backup/<name>) into
+// p. It tells whether the approval names one; if not, p is blocked and
+// says what to name.
+func approve(p *recoveryPlan, approval string, survivors []voter) bool {
+	p.cause = fmt.Sprintf("approved by the annotation %s=%s", etcdv1alpha1.AnnotationRecoverFrom, approval)
+	kind, name, _ := strings.Cut(approval, "/")
+	switch {
+	case kind == "member" && slices.ContainsFunc(survivors, func(v voter) bool { return v.Name == name }):
+		p.decision, p.survivor = recoverFromMember, name
+		for _, v := range survivors {
+			if v.Name == name {
+				p.revision = v.Revision
+			}
+		}
+	case kind == "backup" && name != "":
+		p.decision, p.backup = recoverFromBackup, name
+	default:
+		names := make([]string, len(survivors))
+		for i, v := range survivors {
+			names[i] = "member/" + v.Name
+		}
+		p.decision, p.reason = recoverBlocked, etcdv1alpha1.ReasonRecoveryBlocked
+		p.message = fmt.Sprintf("The annotation %s=%s names no surviving member that answers, nor a backup; set it to one of %s, or to backup/<EtcdBackup name>; %s",
+			etcdv1alpha1.AnnotationRecoverFrom, approval, cmp.Or(strings.Join(names, ", "), "(none)"), p.summary)
+		return false
+	}
+	return true
+}
+
+// source says where p recovers from.
+func (p recoveryPlan) source() string {
+	if p.decision == recoverFromBackup {
+		return fmt.Sprintf("restore EtcdBackup %s into every member", p.backup)
+	}
+	return fmt.Sprintf("keep member %s's data (revision %d) and add the others anew", p.survivor, p.revision)
+}
+
+// schedule decides when p runs: at once under policy Auto (or an
+// approval) once spec.quorumLoss.after has passed; else it waits, and
+// lost says why in its message.
+func schedule(in recoveryInput, p recoveryPlan, lost string) recoveryPlan {
 	due := in.lostSince.Add(in.after)
 	switch {
 	case in.policy != etcdv1alpha1.QuorumLossAuto && in.approval == "":

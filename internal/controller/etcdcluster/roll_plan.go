@@ -80,27 +80,8 @@ func planRoll(in rollInput) rollAction {
 		}
 	}
 
-	for _, m := range byOrdinalDesc(in.members) {
-		if !m.Updated && !m.PodGone {
-			continue
-		}
-		if m.Updated && hasLeader && etcd.CaughtUp(m.MemberStatus, leader) {
-			continue
-		}
-		since := m.PodCreated
-		if m.Name == in.inHand && in.inHandSince.After(since) {
-			since = in.inHandSince
-		}
-		if since.IsZero() {
-			since = in.now
-		}
-		if waited := in.now.Sub(since); waited >= in.timeout {
-			return rollAction{kind: rollStalled, member: m, message: fmt.Sprintf(
-				"Member %s, restarted at %s, is not healthy and caught up after %s (%s)",
-				m.Name, since.UTC().Format(time.RFC3339), in.timeout, settleProblem(m))}
-		}
-		return rollAction{kind: rollWait, member: m, message: fmt.Sprintf(
-			"Waiting for restarted member %s to become healthy and catch up (%s)", m.Name, settleProblem(m))}
+	if action, ok := settling(in, leader, hasLeader); ok {
+		return action
 	}
 
 	var outdated []rollMember
@@ -145,29 +126,7 @@ func planRoll(in rollInput) rollAction {
 	}
 
 	// Only the leader is left.
-	m := outdated[0]
-	var to rollMember
-	for _, u := range in.members {
-		if u.ID == m.ID || !u.Updated || !etcd.CaughtUp(u.MemberStatus, leader) {
-			continue
-		}
-		if to.ID == 0 || u.RaftAppliedIndex > to.RaftAppliedIndex || (u.RaftAppliedIndex == to.RaftAppliedIndex && u.ID < to.ID) {
-			to = u
-		}
-	}
-	if to.ID != 0 {
-		return rollAction{kind: rollMoveLeader, member: m, to: to.ID, message: fmt.Sprintf(
-			"Moving the leadership from %s to updated member %s before restarting %s", m.Name, to.Name, m.Name)}
-	}
-	if err := etcd.CanRestart(members, statuses, m.ID); err != nil {
-		return rollAction{kind: rollWait, member: m, message: fmt.Sprintf("Cannot restart leader %s yet: %v", m.Name, err)}
-	}
-	if len(in.members) > 1 {
-		// No updated member can lead (none is caught up): wait rather
-		// than cost an unplanned election.
-		return rollAction{kind: rollWait, member: m, message: fmt.Sprintf("Waiting for an updated member to catch up before moving the leadership away from %s", m.Name)}
-	}
-	return rollAction{kind: rollRestart, member: m, message: fmt.Sprintf("Restarting %s, the only member: the cluster is unavailable until it is back", m.Name)}
+	return leaderLast(in, outdated[0], leader, members, statuses)
 }
 
 // settleProblem says why a restarted member does not count as settled.
@@ -201,4 +160,62 @@ func alarmsOf(statuses []etcd.MemberStatus) []string {
 		}
 	}
 	return alarms
+}
+
+// settling is the wait for a restarted member (updated, or whose pod is
+// gone) to become healthy and catch up with leader, or the stall once
+// the member timeout has passed; ok is false when every member settled.
+func settling(in rollInput, leader etcd.MemberStatus, hasLeader bool) (rollAction, bool) {
+	for _, m := range byOrdinalDesc(in.members) {
+		if !m.Updated && !m.PodGone {
+			continue
+		}
+		if m.Updated && hasLeader && etcd.CaughtUp(m.MemberStatus, leader) {
+			continue
+		}
+		since := m.PodCreated
+		if m.Name == in.inHand && in.inHandSince.After(since) {
+			since = in.inHandSince
+		}
+		if since.IsZero() {
+			since = in.now
+		}
+		if waited := in.now.Sub(since); waited >= in.timeout {
+			return rollAction{kind: rollStalled, member: m, message: fmt.Sprintf(
+				"Member %s, restarted at %s, is not healthy and caught up after %s (%s)",
+				m.Name, since.UTC().Format(time.RFC3339), in.timeout, settleProblem(m))}, true
+		}
+		return rollAction{kind: rollWait, member: m, message: fmt.Sprintf(
+			"Waiting for restarted member %s to become healthy and catch up (%s)", m.Name, settleProblem(m))}, true
+	}
+
+	return rollAction{}, false
+}
+
+// leaderLast restarts m, the leader and the last outdated member, after
+// the leadership moved to an updated, caught-up member; a one-member
+// cluster restarts at once.
+func leaderLast(in rollInput, m rollMember, leader etcd.MemberStatus, members []etcd.Member, statuses []etcd.MemberStatus) rollAction {
+	var to rollMember
+	for _, u := range in.members {
+		if u.ID == m.ID || !u.Updated || !etcd.CaughtUp(u.MemberStatus, leader) {
+			continue
+		}
+		if to.ID == 0 || u.RaftAppliedIndex > to.RaftAppliedIndex || (u.RaftAppliedIndex == to.RaftAppliedIndex && u.ID < to.ID) {
+			to = u
+		}
+	}
+	if to.ID != 0 {
+		return rollAction{kind: rollMoveLeader, member: m, to: to.ID, message: fmt.Sprintf(
+			"Moving the leadership from %s to updated member %s before restarting %s", m.Name, to.Name, m.Name)}
+	}
+	if err := etcd.CanRestart(members, statuses, m.ID); err != nil {
+		return rollAction{kind: rollWait, member: m, message: fmt.Sprintf("Cannot restart leader %s yet: %v", m.Name, err)}
+	}
+	if len(in.members) > 1 {
+		// No updated member can lead (none is caught up): wait rather
+		// than cost an unplanned election.
+		return rollAction{kind: rollWait, member: m, message: fmt.Sprintf("Waiting for an updated member to catch up before moving the leadership away from %s", m.Name)}
+	}
+	return rollAction{kind: rollRestart, member: m, message: fmt.Sprintf("Restarting %s, the only member: the cluster is unavailable until it is back", m.Name)}
 }

@@ -427,3 +427,12 @@ func TestPodsOfAnOlderTendAreAdoptedNotRestarted(t *testing.T) {
 		g.Expect(getCluster(g, c).Status.Update).To(BeNil())
 	}, 3*time.Second).Should(Succeed())
 }
+
+// TestAnAuthClusterFormsAndIsChecked: with auth on, the pass turns it on
+// through etcd before the init Job, within the deadline every etcd call
+// has, and the cluster becomes Available.
+func TestAnAuthClusterFormsAndIsChecked(t *testing.T) {
+	g := NewWithT(t)
+	c, _ := startRollCluster(t, g, "", func(s *etcdv1alpha1.EtcdClusterSpec) { s.Auth.Enabled = true })
+	g.Expect(condition(c, etcdv1alpha1.ConditionAvailable).Reason).To(Equal(etcdv1alpha1.ReasonQuorumHealthy))
+}

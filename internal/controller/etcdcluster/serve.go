@@ -36,7 +36,10 @@ func (r *Reconciler) serve(ctx context.Context, s *scope, w *world, d decision, 
 		return err
 	}
 	if (c.Spec.Auth.Enabled || restoring(c)) && w.healthyQuorum {
-		if err := r.enableAuth(ctx, s, s.cli); err != nil {
+		callCtx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		err := r.enableAuth(callCtx, s, s.cli)
+		cancel()
+		if err != nil {
 			return err
 		}
 	}

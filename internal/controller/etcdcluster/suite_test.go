@@ -8,6 +8,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/manager"
 	"github.com/tend-dev/tend/internal/testenv"
 )
@@ -29,7 +30,7 @@ var (
 
 func TestMain(m *testing.M) {
 	os.Exit(env.RunWith(m, func(ctx context.Context) error {
-		return env.StartManager(ctx, "0", []manager.Controller{Controller(&Options{Workers: 2, Clock: fakeClock, Connect: members.connect})})
+		return env.StartManager(ctx, "0", []manager.Controller{Controller(&Options{Workers: 2, Clock: fakeClock, Connect: needDeadline(members.connect)})})
 	}))
 }
 
@@ -46,3 +47,84 @@ func stepPastNow(d time.Duration) {
 	}
 	fakeClock.SetTime(now.Add(d))
 }
+
+// needDeadline makes the fakes behind connect refuse, as the real client
+// does (etcd.ErrNoDeadline), every call whose context has no deadline: a
+// pass must bound each etcd call.
+func needDeadline(connect func(context.Context, etcd.Config) (Members, error)) func(context.Context, etcd.Config) (Members, error) {
+	return func(ctx context.Context, cfg etcd.Config) (Members, error) {
+		m, err := connect(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return deadlined{m}, nil
+	}
+}
+
+// deadlined is Members that refuse a context without a deadline.
+type deadlined struct{ m Members }
+
+func bounded(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return etcd.ErrNoDeadline
+	}
+	return nil
+}
+
+func (d deadlined) Status(ctx context.Context) ([]etcd.MemberStatus, error) {
+	if err := bounded(ctx); err != nil {
+		return nil, err
+	}
+	return d.m.Status(ctx)
+}
+
+func (d deadlined) AddLearner(ctx context.Context, peerURL string) (etcd.Member, error) {
+	if err := bounded(ctx); err != nil {
+		return etcd.Member{}, err
+	}
+	return d.m.AddLearner(ctx, peerURL)
+}
+
+func (d deadlined) Promote(ctx context.Context, id etcd.MemberID) error {
+	if err := bounded(ctx); err != nil {
+		return err
+	}
+	return d.m.Promote(ctx, id)
+}
+
+func (d deadlined) Remove(ctx context.Context, id etcd.MemberID) error {
+	if err := bounded(ctx); err != nil {
+		return err
+	}
+	return d.m.Remove(ctx, id)
+}
+
+func (d deadlined) MoveLeader(ctx context.Context, to etcd.MemberID) error {
+	if err := bounded(ctx); err != nil {
+		return err
+	}
+	return d.m.MoveLeader(ctx, to)
+}
+
+func (d deadlined) EnableAuth(ctx context.Context, rootPassword string) error {
+	if err := bounded(ctx); err != nil {
+		return err
+	}
+	return d.m.EnableAuth(ctx, rootPassword)
+}
+
+func (d deadlined) SetRootPassword(ctx context.Context, password string) error {
+	if err := bounded(ctx); err != nil {
+		return err
+	}
+	return d.m.SetRootPassword(ctx, password)
+}
+
+func (d deadlined) DisableAuth(ctx context.Context) error {
+	if err := bounded(ctx); err != nil {
+		return err
+	}
+	return d.m.DisableAuth(ctx)
+}
+
+func (d deadlined) Close() error { return d.m.Close() }

@@ -398,3 +398,19 @@ func tuning(c *etcdv1alpha1.EtcdCluster) []corev1.EnvVar {
 	}
 	return env
 }
+
+// claimLabels are the labels of the members' volume claims.
+func claimLabels(c *etcdv1alpha1.EtcdCluster) map[string]string {
+	l := labels(c)
+	l[labelClusterUID] = string(c.UID)
+	return l
+}
+
+// memberClaim is the i-th member's volume claim as the StatefulSet would
+// make it, for a restore to fill before the StatefulSet exists.
+func memberClaim(c *etcdv1alpha1.EtcdCluster, i int) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: pvcName(c, i), Namespace: c.Namespace, Labels: claimLabels(c)},
+		Spec:       claimSpec(c),
+	}
+}

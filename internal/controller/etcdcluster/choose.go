@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -211,3 +212,8 @@ func rollInputOf(w *world) rollInput {
 
 // now is the pass's clock reading.
 func (w *world) now() time.Time { return w.clock }
+
+// operation carries out one choice of next; each lives in its own file
+// (op_*.go) and picks up from what is stored on objects, so that a pass
+// cut short anywhere is resumed by the next.
+type operation func(r *Reconciler, ctx context.Context, s *scope, w *world, d decision) error

@@ -5,15 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,7 +24,6 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
-	"github.com/tend-dev/tend/internal/fence"
 	"github.com/tend-dev/tend/internal/manager"
 	"github.com/tend-dev/tend/internal/podspec"
 )
@@ -126,51 +122,6 @@ func Controller(opts *Options) manager.Controller {
 	}
 }
 
-// Reconciler runs EtcdClusters.
-type Reconciler struct {
-	client.Client
-	// APIReader lists the member pods, which the manager's cache does not
-	// hold.
-	APIReader client.Reader
-	Recorder  events.EventRecorder
-	// Clock times member health and certificate renewal. Nil means the real
-	// clock.
-	Clock clock.PassiveClock
-	// Connect opens a client to one etcd cluster. Nil means etcd.New.
-	Connect func(context.Context, etcd.Config) (Members, error)
-	// Gate is passed by every etcd call that changes a cluster: a manager
-	// that lost its Lease changes no membership (docs/reliability.md).
-	// Nil is the manager's own fence (manager.GateOf).
-	Gate fence.Gate
-	// MemberChangeInterval: see Options.
-	MemberChangeInterval time.Duration
-	// AgentImage: see Options.
-	AgentImage string
-	// MaxOperatorRolls: see Options.
-	MaxOperatorRolls int
-
-	// nextLook is when each cluster's membership may next be looked at,
-	// under MemberChangeInterval. Losing it on a restart only allows one
-	// look sooner.
-	nextLook sync.Map // types.NamespacedName → time.Time
-	// rolls bounds the rolls that a new Tend causes (roll.go).
-	rolls rollSlots
-}
-
-// Members is what the controller asks of an etcd cluster; *etcd.Client
-// implements it.
-type Members interface {
-	Status(ctx context.Context) ([]etcd.MemberStatus, error)
-	AddLearner(ctx context.Context, peerURL string) (etcd.Member, error)
-	Promote(ctx context.Context, id etcd.MemberID) error
-	Remove(ctx context.Context, id etcd.MemberID) error
-	MoveLeader(ctx context.Context, to etcd.MemberID) error
-	EnableAuth(ctx context.Context, rootPassword string) error
-	SetRootPassword(ctx context.Context, password string) error
-	DisableAuth(ctx context.Context) error
-	Close() error
-}
-
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
@@ -233,14 +184,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(r)
 }
 
-// indexRestoreCluster indexes EtcdRestores by the cluster they restore.
-const indexRestoreCluster = ".spec.clusterRef.name"
-
-// restoreClusterName is the index function of indexRestoreCluster.
-func restoreClusterName(obj client.Object) []string {
-	return []string{obj.(*etcdv1alpha1.EtcdRestore).Spec.ClusterRef.Name}
-}
-
 // clusterOfRestore maps an EtcdRestore to its cluster.
 func clusterOfRestore(_ context.Context, obj client.Object) []reconcile.Request {
 	rs := obj.(*etcdv1alpha1.EtcdRestore)
@@ -287,24 +230,4 @@ func (r *Reconciler) clustersOfBackup(ctx context.Context, obj client.Object) []
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
 	}
 	return reqs
-}
-
-// untilTick is how long the cluster uid must wait for its next look at the
-// membership under MemberChangeInterval: the anchor design looks (and makes
-// at most one change, or waits) once per interval, on a fixed requeue, and
-// does nothing on the passes in between. A look now, when it is due, sets
-// the next one an interval later.
-func (r *Reconciler) untilTick(key types.NamespacedName, now time.Time) time.Duration {
-	if next, ok := r.nextLook.Load(key); ok {
-		if wait := next.(time.Time).Sub(now); wait > 0 {
-			return wait
-		}
-	}
-	r.nextLook.Store(key, now.Add(r.MemberChangeInterval))
-	return 0
-}
-
-// event records an Event about c.
-func (r *Reconciler) event(c *etcdv1alpha1.EtcdCluster, eventType, reason, action, note string, args ...any) {
-	r.Recorder.Eventf(c, nil, eventType, reason, action, note, args...)
 }

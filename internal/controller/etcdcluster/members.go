@@ -14,14 +14,6 @@ import (
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
-// etcdTimeout bounds the etcd calls of a pass, and observeTimeout the
-// status check among them: a member that does not answer within it is
-// unhealthy, and a pass that reaches none comes back soon.
-const (
-	etcdTimeout    = 10 * time.Second
-	observeTimeout = 5 * time.Second
-)
-
 // annotationMemberID on a member's PVC is the ID of the member whose data
 // it holds, set once that member has been seen healthy. A volume whose
 // member has left etcd holds data that must never start again.

@@ -1,10 +1,17 @@
 package etcdcluster
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcdnames"
@@ -114,4 +121,63 @@ func labels(c *etcdv1alpha1.EtcdCluster) map[string]string {
 
 func selector(c *etcdv1alpha1.EtcdCluster) map[string]string {
 	return map[string]string{LabelCluster: c.Name, "app.kubernetes.io/name": "etcd"}
+}
+
+// errNotOurs is wrapped by the error of a step that met an object of a
+// name Tend derives, but that Tend did not make for this cluster. Tend
+// leaves such an object alone, and the step waits until it is gone.
+var errNotOurs = errors.New("not made by Tend for this cluster")
+
+// indexRestoreCluster indexes EtcdRestores by the cluster they restore.
+const indexRestoreCluster = ".spec.clusterRef.name"
+
+// restoreClusterName is the index function of indexRestoreCluster.
+func restoreClusterName(obj client.Object) []string {
+	return []string{obj.(*etcdv1alpha1.EtcdRestore).Spec.ClusterRef.Name}
+}
+
+// labelClusterUID on a member's volume claim is the UID of the cluster that
+// made it: a new cluster of the same name must not start on it unawares.
+const labelClusterUID = "etcd.tend.dev/cluster-uid"
+
+// Keys of the root credential Secret.
+const (
+	rootUsernameKey = "username"
+	rootPasswordKey = "password"
+)
+
+// memberClaimOrdinal tells whether pvc has the name and cluster label of
+// one of c's members' volume claims, and which member's: true also for a
+// claim an older cluster of the same name left.
+func memberClaimOrdinal(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
+	if pvc.Labels[LabelCluster] != c.Name {
+		return 0, false
+	}
+	name, ok := strings.CutPrefix(pvc.Name, dataVolume+"-")
+	if !ok {
+		return 0, false
+	}
+	return memberOrdinal(c, name)
+}
+
+// isMemberPVC tells whether pvc is the volume claim of one of c's members,
+// made for c (labelled with its UID), and which member's. The claims of
+// an older cluster of the same name, kept by its Retain policy, are not:
+// Tend never deletes or marks them for this one.
+func isMemberPVC(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
+	if pvc.Labels[labelClusterUID] != string(c.UID) {
+		return 0, false
+	}
+	return memberClaimOrdinal(c, pvc)
+}
+
+// isMemberPod tells whether pod is one of c's members' pods: made by c's
+// StatefulSet, sts (or, while no StatefulSet was read, by one of its
+// name). Pods that only carry the members' labels are not.
+func isMemberPod(c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "StatefulSet" || ref.Name != statefulSetName(c) {
+		return false
+	}
+	return sts == nil || ref.UID == sts.UID
 }

@@ -10,12 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/names"
 )
 
 // finalizerData holds a deleted cluster until its data is dealt with as
@@ -24,112 +22,10 @@ import (
 // (Snapshot and Delete). Retain needs no finalizer.
 const finalizerData = "etcd.tend.dev/data"
 
-// labelFinalSnapshotOf marks the volume claim of a deleted cluster's final
-// snapshot. It is not the cluster label: the claim outlives the cluster
-// and is none of its members' volumes.
-const labelFinalSnapshotOf = "etcd.tend.dev/final-snapshot-of"
-
-func deletionPolicy(c *etcdv1alpha1.EtcdCluster) etcdv1alpha1.DeletionPolicy {
-	if c.Spec.DeletionPolicy == "" {
-		return etcdv1alpha1.DeletionSnapshot
-	}
-	return c.Spec.DeletionPolicy
-}
-
 // wantsFinalizer tells whether the deletion policy needs Tend to act when
 // the cluster is deleted.
 func wantsFinalizer(c *etcdv1alpha1.EtcdCluster) bool {
 	return deletionPolicy(c) != etcdv1alpha1.DeletionRetain
-}
-
-// FinalBackupName is the EtcdBackup that holds a deleted cluster's final
-// snapshot. The UID's head tells apart the final snapshots of clusters
-// that had the same name one after the other.
-func FinalBackupName(c *etcdv1alpha1.EtcdCluster) string {
-	return names.Child(c.Name, "-final-"+string(c.UID)[:min(8, len(c.UID))], names.EtcdBackup)
-}
-
-// finalSnapshotClaimName is the volume claim that receives the final
-// snapshot of a cluster without spec.backup.
-func finalSnapshotClaimName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-final-snapshot" }
-
-// finalBackup builds the EtcdBackup of the final snapshot. It is not owned
-// by the cluster, so that it outlives it, and it keeps its file when it is
-// deleted itself.
-func finalBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
-	b := &etcdv1alpha1.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: FinalBackupName(c), Namespace: c.Namespace,
-			Labels: map[string]string{etcdv1alpha1.LabelBackupCluster: c.Name, labelClusterUID: string(c.UID), "app.kubernetes.io/managed-by": "tend"},
-		},
-		Spec: etcdv1alpha1.EtcdBackupSpec{
-			ClusterRef: etcdv1alpha1.ClusterReference{Name: c.Name},
-			BackupOptions: etcdv1alpha1.BackupOptions{
-				Compression:    etcdv1alpha1.CompressionNone,
-				Verify:         ptr.To(true),
-				ArtifactPolicy: etcdv1alpha1.ArtifactRetain,
-			},
-		},
-	}
-	if c.Spec.Backup != nil {
-		b.Spec.Destination = *c.Spec.Backup.Destination.DeepCopy()
-		if c.Spec.Backup.Compression != "" {
-			b.Spec.Compression = c.Spec.Backup.Compression
-		}
-	} else {
-		b.Spec.Destination.Volume = &etcdv1alpha1.VolumeLocation{ClaimName: finalSnapshotClaimName(c)}
-	}
-	return b
-}
-
-// finalSnapshotClaim is the volume claim for the final snapshot when the
-// cluster names no backup destination: as large as a member's volume,
-// which holds the database and more, in the members' storage class.
-func finalSnapshotClaim(c *etcdv1alpha1.EtcdCluster) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: finalSnapshotClaimName(c), Namespace: c.Namespace,
-			Labels: map[string]string{labelFinalSnapshotOf: c.Name, "app.kubernetes.io/managed-by": "tend"},
-		},
-		Spec: claimSpec(c),
-	}
-}
-
-// backupState is how far an EtcdBackup got, as deletion sees it.
-type backupState int
-
-const (
-	backupRunning backupState = iota
-	backupDone
-	backupFailed
-)
-
-// finalBackupState reads b's conditions: done once Complete and, when it
-// is verified, Verified; failed when it failed or its verification did.
-func finalBackupState(b *etcdv1alpha1.EtcdBackup) (backupState, string) {
-	conds := b.Status.Conditions
-	if f := apimeta.FindStatusCondition(conds, etcdv1alpha1.BackupFailed); f != nil && f.Status == metav1.ConditionTrue {
-		return backupFailed, f.Message
-	}
-	if !apimeta.IsStatusConditionTrue(conds, etcdv1alpha1.BackupComplete) {
-		return backupRunning, ""
-	}
-	if !ptr.Deref(b.Spec.Verify, true) {
-		return backupDone, ""
-	}
-	v := apimeta.FindStatusCondition(conds, etcdv1alpha1.BackupVerified)
-	switch {
-	case v == nil || v.Status == metav1.ConditionUnknown:
-		return backupRunning, ""
-	case v.Status == metav1.ConditionFalse:
-		return backupFailed, "its verification failed: " + v.Message
-	}
-	return backupDone, ""
-}
-
-// deletion is what the deletion of a cluster waits for, for its status.
-type deletion struct {
-	reason, message string
 }
 
 // runDelete deals with a deleted cluster's data as its deletion
@@ -216,7 +112,7 @@ func (r *Reconciler) takeFinalSnapshot(ctx context.Context, s *scope) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("reading EtcdBackup %s: %w", FinalBackupName(c), err)
 	}
-	s.finalSnapshot = backup.Name
+	s.obs.finalSnapshot = backup.Name
 	state, why := finalBackupState(backup)
 	switch state {
 	case backupFailed:

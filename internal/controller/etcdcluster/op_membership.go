@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,40 +121,17 @@ func (r *Reconciler) addLearner(ctx context.Context, s *scope, cli Members, ordi
 	return views, nil
 }
 
-// deleteMemberData deletes the member's volume claim and then its pod: the
-// claim stays until the pod is gone, and the StatefulSet then makes both
-// anew, empty.
-func (r *Reconciler) deleteMemberData(ctx context.Context, s *scope, ordinal int) error {
-	c := s.cluster
-	if !c.Spec.Storage.Ephemeral {
-		pvc := &corev1.PersistentVolumeClaim{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: pvcName(c, ordinal)}, pvc)
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("reading volume claim %s: %w", pvcName(c, ordinal), err)
-		}
-		if err == nil {
-			if _, ours := isMemberPVC(c, pvc); !ours {
-				return notOurs(c, "PersistentVolumeClaim", pvc)
-			}
-			if err := r.deleteExactly(ctx, "volume claim", pvc); err != nil {
-				return err
-			}
+// untilTick is how long the cluster uid must wait for its next look at the
+// membership under MemberChangeInterval: the anchor design looks (and makes
+// at most one change, or waits) once per interval, on a fixed requeue, and
+// does nothing on the passes in between. A look now, when it is due, sets
+// the next one an interval later.
+func (r *Reconciler) untilTick(key types.NamespacedName, now time.Time) time.Duration {
+	if next, ok := r.nextLook.Load(key); ok {
+		if wait := next.(time.Time).Sub(now); wait > 0 {
+			return wait
 		}
 	}
-	name := memberName(c, ordinal)
-	pod := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pod)
-	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("reading pod %s: %w", name, err)
-	}
-	if err == nil {
-		if !isMemberPod(c, s.sts, pod) {
-			return notOurs(c, "Pod", pod)
-		}
-		if err := r.deleteExactly(ctx, "pod", pod); err != nil {
-			return err
-		}
-	}
-	r.event(c, corev1.EventTypeNormal, "MemberDataDeleted", "DeleteMemberData", "Deleted pod %s and its data: it starts again empty and joins as a new member", name)
-	return nil
+	r.nextLook.Store(key, now.Add(r.MemberChangeInterval))
+	return 0
 }

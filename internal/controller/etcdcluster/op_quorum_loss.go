@@ -2,7 +2,6 @@ package etcdcluster
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -11,21 +10,10 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tend-dev/tend/internal/names"
 )
-
-// quorumLossOf is spec.quorumLoss, resolved.
-func quorumLossOf(c *etcdv1alpha1.EtcdCluster) (etcdv1alpha1.QuorumLossPolicy, time.Duration) {
-	after := 5 * time.Minute
-	if d := c.Spec.QuorumLoss.After; d != nil {
-		after = d.Duration
-	}
-	return c.Spec.QuorumLoss.Policy, after
-}
 
 // runQuorumLoss starts the recovery of a formed cluster that lost its
 // quorum, as the guard (planRecovery, recovery_plan.go) planned it: from a
@@ -60,59 +48,6 @@ func (r *Reconciler) runQuorumLoss(ctx context.Context, s *scope, w *world, d de
 	}
 	r.event(c, corev1.EventTypeWarning, "QuorumLossRecovery", "Recover", "Recovering from the quorum loss (%s): EtcdRestore %s restores EtcdBackup %s into every member", plan.cause, rs.Name, plan.backup)
 	return nil
-}
-
-// votersOf is what the guard knows of each voting member.
-func votersOf(c *etcdv1alpha1.EtcdCluster, views []memberView, data memberData) []voter {
-	var out []voter
-	for _, v := range views {
-		if v.IsLearner {
-			continue
-		}
-		out = append(out, voter{
-			Name: v.Name, Healthy: v.Healthy, Answered: v.Answered, DataLost: v.DataLost,
-			Running: etcdRunning(data.pods[v.Name]), Revision: v.Revision, RaftIndex: v.RaftIndex,
-		})
-	}
-	return out
-}
-
-// etcdRunning tells whether pod runs its etcd container.
-func etcdRunning(pod *corev1.Pod) bool {
-	if pod == nil || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == "etcd" {
-			return cs.State.Running != nil
-		}
-	}
-	return false
-}
-
-// latestVerifiedBackup is the newest EtcdBackup of c that is Complete and
-// Verified, or "".
-func (r *Reconciler) latestVerifiedBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (string, error) {
-	var list etcdv1alpha1.EtcdBackupList
-	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
-		return "", fmt.Errorf("listing EtcdBackups: %w", err)
-	}
-	var best *etcdv1alpha1.EtcdBackup
-	for i := range list.Items {
-		b := &list.Items[i]
-		if b.Spec.ClusterRef.Name != c.Name || b.DeletionTimestamp != nil || b.Status.CompletionTime == nil ||
-			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) ||
-			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupVerified) {
-			continue
-		}
-		if best == nil || b.Status.CompletionTime.After(best.Status.CompletionTime.Time) {
-			best = b
-		}
-	}
-	if best == nil {
-		return "", nil
-	}
-	return best.Name, nil
 }
 
 // quorumLossRestoreName is the EtcdRestore that recovers c from a backup

@@ -2,7 +2,6 @@ package etcdcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,24 +16,6 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
-
-// recoveryObservation is what the recovery phase saw and did.
-type recoveryObservation struct {
-	// status is the status.recovery to write.
-	status *etcdv1alpha1.RecoveryStatus
-	// holding: the members are stopped, or held, for a recovery; the pass
-	// did nothing else.
-	holding bool
-	// message says how far it got.
-	message string
-	// restoredFrom is set when a restore completed.
-	restoredFrom *etcdv1alpha1.RestoredFrom
-}
-
-// recovering tells whether rec is under way.
-func recovering(rec *etcdv1alpha1.RecoveryStatus) bool {
-	return rec != nil && rec.Phase != etcdv1alpha1.RecoveryComplete && rec.Phase != etcdv1alpha1.RecoveryFailed
-}
 
 // runRecovery takes the in-place restore or quorum-loss recovery under
 // way (status.recovery) as far as this pass can. Each step stops, deletes
@@ -73,9 +54,6 @@ func (r *Reconciler) runFailedHold(ctx context.Context, s *scope, w *world, _ de
 	r.event(s.cluster, corev1.EventTypeNormal, "RecoveryRetried", "Recover", "%s", rec.Message)
 	return r.advanceRecovery(ctx, s, rec, w.restores, w.data)
 }
-
-// errStaleCluster: the cache's EtcdCluster is older than the apiserver's.
-var errStaleCluster = errors.New("the cached EtcdCluster is older than the apiserver's")
 
 // advanceRecovery takes the recovery rec as far as this pass can.
 func (r *Reconciler) advanceRecovery(ctx context.Context, s *scope, rec *etcdv1alpha1.RecoveryStatus, restores []etcdv1alpha1.EtcdRestore, data memberData) error {

@@ -1,11 +1,9 @@
 package etcdcluster
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -19,34 +17,6 @@ import (
 
 	"github.com/tend-dev/tend/internal/readiness"
 )
-
-// restoresOf lists the EtcdRestores of c, oldest first.
-func (r *Reconciler) restoresOf(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]etcdv1alpha1.EtcdRestore, error) {
-	var list etcdv1alpha1.EtcdRestoreList
-	if err := r.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{indexRestoreCluster: c.Name}); err != nil {
-		return nil, fmt.Errorf("listing EtcdRestores: %w", err)
-	}
-	slices.SortFunc(list.Items, func(a, b etcdv1alpha1.EtcdRestore) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-	})
-	return list.Items, nil
-}
-
-// restoreFinished tells whether rs completed or failed.
-func restoreFinished(rs *etcdv1alpha1.EtcdRestore) bool {
-	return apimeta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1alpha1.RestoreComplete) ||
-		apimeta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1alpha1.RestoreFailed)
-}
-
-// pendingRestore is the oldest restore that has not finished.
-func pendingRestore(restores []etcdv1alpha1.EtcdRestore) *etcdv1alpha1.EtcdRestore {
-	for i := range restores {
-		if rs := &restores[i]; rs.DeletionTimestamp == nil && !restoreFinished(rs) {
-			return rs
-		}
-	}
-	return nil
-}
 
 // runStartRestore begins the pending EtcdRestore, which next found may
 // start: it holds the backup it reads, records the recovery in

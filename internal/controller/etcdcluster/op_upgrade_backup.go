@@ -3,14 +3,12 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/names"
 )
 
 // runUpgradeBackup holds a minor upgrade at the version the members run
@@ -30,30 +28,6 @@ func (r *Reconciler) runUpgradeBackup(ctx context.Context, s *scope, w *world, _
 	}
 	return r.reconcileUpgradeBackup(ctx, s, u, obs)
 }
-
-// upgradeBackupName is the EtcdBackup taken before the upgrade to the
-// spec's version.
-func upgradeBackupName(c *etcdv1alpha1.EtcdCluster) string {
-	return names.Child(c.Name, "-upgrade-"+strings.ReplaceAll(strings.TrimPrefix(version(c), "v"), ".", "-"), names.EtcdBackup)
-}
-
-// upgradeBackup is the backup of c before a minor upgrade: to the
-// cluster's backup destination, or to a volume claim of its own, verified.
-// It belongs to the cluster; its file stays when it is deleted.
-func upgradeBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
-	b := finalBackup(c)
-	b.ObjectMeta = metav1.ObjectMeta{Name: upgradeBackupName(c), Namespace: c.Namespace, Labels: b.Labels}
-	if c.Spec.Backup == nil {
-		b.Spec.Destination.Volume.ClaimName = upgradeBackupClaimName(c)
-	}
-	return b
-}
-
-// labelUpgradeBackupOf marks the volume claim of a cluster's pre-upgrade
-// backups. Not the cluster label: it is none of the members' volumes.
-const labelUpgradeBackupOf = "etcd.tend.dev/upgrade-backups-of"
-
-func upgradeBackupClaimName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-upgrade-backups" }
 
 // reconcileUpgradeBackup takes the backup that a minor upgrade waits for:
 // the first member restarts only once it is Complete and, when verified,

@@ -2,11 +2,8 @@ package etcdcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,11 +18,6 @@ import (
 // object is told by its controller reference (Jobs, the StatefulSet, member
 // pods through the StatefulSet) or, for the members' volume claims, which
 // the StatefulSet makes without one, by the cluster-UID label.
-
-// errNotOurs is wrapped by the error of a step that met an object of a
-// name Tend derives, but that Tend did not make for this cluster. Tend
-// leaves such an object alone, and the step waits until it is gone.
-var errNotOurs = errors.New("not made by Tend for this cluster")
 
 // notOurs says that obj holds a name that Tend wants, and what to do.
 func notOurs(c *etcdv1alpha1.EtcdCluster, kind string, obj client.Object) error {
@@ -63,40 +55,4 @@ func (r *Reconciler) claimsOf(ctx context.Context, c *etcdv1alpha1.EtcdCluster) 
 		return nil, fmt.Errorf("listing volume claims: %w", err)
 	}
 	return pvcs.Items, nil
-}
-
-// memberClaimOrdinal tells whether pvc has the name and cluster label of
-// one of c's members' volume claims, and which member's: true also for a
-// claim an older cluster of the same name left.
-func memberClaimOrdinal(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
-	if pvc.Labels[LabelCluster] != c.Name {
-		return 0, false
-	}
-	name, ok := strings.CutPrefix(pvc.Name, dataVolume+"-")
-	if !ok {
-		return 0, false
-	}
-	return memberOrdinal(c, name)
-}
-
-// isMemberPVC tells whether pvc is the volume claim of one of c's members,
-// made for c (labelled with its UID), and which member's. The claims of
-// an older cluster of the same name, kept by its Retain policy, are not:
-// Tend never deletes or marks them for this one.
-func isMemberPVC(c *etcdv1alpha1.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
-	if pvc.Labels[labelClusterUID] != string(c.UID) {
-		return 0, false
-	}
-	return memberClaimOrdinal(c, pvc)
-}
-
-// isMemberPod tells whether pod is one of c's members' pods: made by c's
-// StatefulSet, sts (or, while no StatefulSet was read, by one of its
-// name). Pods that only carry the members' labels are not.
-func isMemberPod(c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, pod *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "StatefulSet" || ref.Name != statefulSetName(c) {
-		return false
-	}
-	return sts == nil || ref.UID == sts.UID
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -259,4 +260,66 @@ func bootstrapOf(members []memberView) Bootstrap {
 		}
 	}
 	return Bootstrap{Members: names, State: "existing"}
+}
+
+// memberData is where the members' pods run and where their data lives.
+type memberData struct {
+	// ips are the member pods' IPs by the members' DNS names.
+	ips map[string]string
+	// holders are the UIDs of the objects that hold each member's data,
+	// by member name: its volume claim, or with ephemeral storage its pod.
+	holders map[string]types.UID
+	// pvcs are the cluster's volume claims.
+	pvcs []corev1.PersistentVolumeClaim
+	// pods are the member pods by name, those being deleted included.
+	pods map[string]*corev1.Pod
+	// marks are the member IDs that the members' volume claims carry
+	// (annotationMemberID), and created when each claim was made, by
+	// member name; persistent storage only.
+	marks   map[string]string
+	created map[string]time.Time
+	// formed is when the cluster had formed: the init Job's creation. Zero
+	// when there is no init Job.
+	formed time.Time
+}
+
+// markDataLoss carries each member's data holder over from the last status
+// and marks the members whose data is gone. Such a member may still answer
+// for a while, from an empty data directory under its old ID, which etcd
+// accepts and raft does not survive; it must be replaced at once. Two
+// records tell, so that losing one cannot hide a loss:
+//   - the status: a member first seen healthy on one volume claim (or
+//     ephemeral pod) that now has another one lost its data with the old
+//     one;
+//   - the objects: every voter's claim carries its member ID (a learner
+//     is promoted only once its claim does, and the first members' claims
+//     are marked when first seen healthy). A voter on a claim without a
+//     mark that was made after the cluster formed (the init Job) has a new,
+//     empty volume: its data is gone even if the status was lost or is
+//     stale.
+//
+// A member seen for the first time, or not yet healthy, is recorded on the
+// holder it has.
+func markDataLoss(views []memberView, last []etcdv1alpha1.Member, data memberData) []memberView {
+	for i := range views {
+		v := &views[i]
+		for _, m := range last {
+			if m.Name == v.Name && m.ID == v.ID.String() {
+				v.DataHolder = m.VolumeUID
+			}
+		}
+		now := data.holders[v.Name]
+		v.Marked = data.marks[v.Name] == v.ID.String()
+		switch {
+		case now == "":
+			// Deleted, or not made yet: nothing to compare.
+		case v.DataHolder != "" && v.DataHolder != now:
+			v.DataLost = true
+		case !v.IsLearner && data.marks[v.Name] == "" && !data.formed.IsZero() && data.created[v.Name].After(data.formed):
+			v.DataLost = true
+		case v.DataHolder == "" && v.Healthy:
+			v.DataHolder = now
+		}
+	}
+	return views
 }

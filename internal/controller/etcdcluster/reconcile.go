@@ -2,12 +2,9 @@ package etcdcluster
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,65 +14,6 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/readiness"
 )
-
-// Requeue intervals. A pass never waits for etcd; it comes back.
-const (
-	// requeueStep follows a membership change or a wait for a learner:
-	// the next step is usually possible within seconds.
-	requeueStep = 2 * time.Second
-	// requeueUnreachable is while no member answers, such as while the
-	// first members start.
-	requeueUnreachable = 5 * time.Second
-	// requeueSteady is the health check of a cluster that matches its
-	// spec: it times member replacement and notices failures that no
-	// Kubernetes event reports.
-	requeueSteady = 30 * time.Second
-)
-
-// scope is what the phases of one pass share.
-type scope struct {
-	cluster *etcdv1alpha1.EtcdCluster
-	// before is the cluster as the pass read it: the base of its status
-	// write, and its resourceVersion the write's precondition.
-	before *etcdv1alpha1.EtcdCluster
-	now    time.Time
-	// tls is the client configuration of Tend's certificate;
-	// rootPassword is set when auth is on.
-	tls          *tls.Config
-	rootPassword string
-	// sts is the members' StatefulSet, nil until it exists.
-	sts *appsv1.StatefulSet
-	// cli is the pass's client to the members, nil when none answered;
-	// the pass closes it.
-	cli Members
-	// obs is what the status is computed from.
-	obs observation
-	// requeue is the shortest requeue any phase asked for.
-	requeue time.Duration
-	// finalSnapshot is the final EtcdBackup of a deleted cluster, once it
-	// exists; released is set once the deletion took the finalizer off.
-	finalSnapshot string
-	released      bool
-	// upgrade is how a version change stands; target, when set, is the
-	// cluster as the members' template is built while an upgrade is held.
-	upgrade upgradeState
-	target  *etcdv1alpha1.EtcdCluster
-}
-
-// template is the cluster that the members' template is built from.
-func (s *scope) template() *etcdv1alpha1.EtcdCluster {
-	if s.target != nil {
-		return s.target
-	}
-	return s.cluster
-}
-
-// requeueAfter asks for a pass within d; the shortest request wins.
-func (s *scope) requeueAfter(d time.Duration) {
-	if d > 0 && (s.requeue == 0 || d < s.requeue) {
-		s.requeue = d
-	}
-}
 
 // Reconcile brings one EtcdCluster towards its spec: certificates, then
 // Services and budget, then the StatefulSet, then one membership step
@@ -107,7 +45,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			s.obs.passError = retErr
 		}
 		if c.DeletionTimestamp != nil {
-			c.Status = deletingStatus(c, s)
+			c.Status = deletingStatus(c, s.obs)
 		} else {
 			c.Status = calculateStatus(c, s.obs, s.now)
 		}
@@ -183,11 +121,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	ctrl.LoggerFrom(ctx).V(1).Info("Chose the operation", "operation", d.op, "why", d.why)
 	return r.act(ctx, s, w, d)
 }
-
-// operation carries out one choice of next; each lives in its own file
-// (op_*.go) and picks up from what is stored on objects, so that a pass
-// cut short anywhere is resumed by the next.
-type operation func(r *Reconciler, ctx context.Context, s *scope, w *world, d decision) error
 
 // owning are the operations that own the members while they run: the
 // pass does nothing else.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
 )
@@ -25,6 +27,9 @@ type voter struct {
 	Running bool
 	// DataLost: its volume is not the one it had (markDataLoss).
 	DataLost bool
+	// Going: its pod is being deleted. It may still answer, but it is no
+	// survivor to recover from: its pod, and maybe its volume, are going.
+	Going bool
 	// Revision and RaftIndex, when it answered.
 	Revision  int64
 	RaftIndex uint64
@@ -101,7 +106,7 @@ func planRecovery(in recoveryInput) recoveryPlan {
 		if v.mayVote() {
 			mayVote = append(mayVote, v.Name)
 		}
-		if v.Answered && !v.DataLost {
+		if v.Answered && !v.DataLost && !v.Going {
 			survivors = append(survivors, v)
 		}
 	}
@@ -215,4 +220,47 @@ func schedule(in recoveryInput, p recoveryPlan, lost string) recoveryPlan {
 		p.message = lost
 	}
 	return p
+}
+
+// quorumLossOf is spec.quorumLoss, resolved.
+func quorumLossOf(c *etcdv1alpha1.EtcdCluster) (etcdv1alpha1.QuorumLossPolicy, time.Duration) {
+	after := 5 * time.Minute
+	if d := c.Spec.QuorumLoss.After; d != nil {
+		after = d.Duration
+	}
+	return c.Spec.QuorumLoss.Policy, after
+}
+
+// votersOf is what the guard knows of each voting member.
+func votersOf(c *etcdv1alpha1.EtcdCluster, views []memberView, data memberData) []voter {
+	var out []voter
+	for _, v := range views {
+		if v.IsLearner {
+			continue
+		}
+		out = append(out, voter{
+			Name: v.Name, Healthy: v.Healthy, Answered: v.Answered, DataLost: v.DataLost,
+			Running: etcdRunning(data.pods[v.Name]), Revision: v.Revision, RaftIndex: v.RaftIndex,
+			Going: data.pods[v.Name] != nil && data.pods[v.Name].DeletionTimestamp != nil,
+		})
+	}
+	return out
+}
+
+// etcdRunning tells whether pod runs its etcd container.
+func etcdRunning(pod *corev1.Pod) bool {
+	if pod == nil || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == "etcd" {
+			return cs.State.Running != nil
+		}
+	}
+	return false
+}
+
+// recovering tells whether rec is under way.
+func recovering(rec *etcdv1alpha1.RecoveryStatus) bool {
+	return rec != nil && rec.Phase != etcdv1alpha1.RecoveryComplete && rec.Phase != etcdv1alpha1.RecoveryFailed
 }

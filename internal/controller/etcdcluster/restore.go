@@ -24,14 +24,6 @@ import (
 	"github.com/tend-dev/tend/internal/podspec"
 )
 
-// bumpRevision is how far a restore moves the store's revision past the
-// snapshot's (etcdutl --bump-revision), with --mark-compacted: clients
-// that watched the old cluster (an apiserver's caches) never see a
-// revision go back, and their watches from older revisions are told to
-// start again. A billion is more writes than any cluster makes between
-// its backup and a restore.
-const bumpRevision = 1_000_000_000
-
 // restoreDir is where etcdutl restores, inside the member's volume, before
 // the agent moves the data into place (internal/agent: restore install).
 const restoreDir = dataDir + "/.tend-restore"
@@ -44,41 +36,9 @@ type restoreSource struct {
 	from        etcdv1alpha1.RestoredFrom
 }
 
-// restoreProgress is how far the restore of a new cluster got, for its
-// status.
-type restoreProgress struct {
-	reason, message string
-	done, failed    bool
-	from            *etcdv1alpha1.RestoredFrom
-}
-
-func restoring(c *etcdv1alpha1.EtcdCluster) bool {
-	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil
-}
-
 // restoreJobName is the Job that restores the i-th member's data.
 func restoreJobName(c *etcdv1alpha1.EtcdCluster, i int) string {
 	return names.Child(c.Name, "-restore-"+strconv.Itoa(i), names.Job)
-}
-
-// labelClusterUID on a member's volume claim is the UID of the cluster that
-// made it: a new cluster of the same name must not start on it unawares.
-const labelClusterUID = "etcd.tend.dev/cluster-uid"
-
-// claimLabels are the labels of the members' volume claims.
-func claimLabels(c *etcdv1alpha1.EtcdCluster) map[string]string {
-	l := labels(c)
-	l[labelClusterUID] = string(c.UID)
-	return l
-}
-
-// memberClaim is the i-th member's volume claim as the StatefulSet would
-// make it, for a restore to fill before the StatefulSet exists.
-func memberClaim(c *etcdv1alpha1.EtcdCluster, i int) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: pvcName(c, i), Namespace: c.Namespace, Labels: claimLabels(c)},
-		Spec:       claimSpec(c),
-	}
 }
 
 // restoreJob restores the i-th member's data from src into its volume
@@ -317,22 +277,4 @@ func (r *Reconciler) recordRestored(ctx context.Context, s *scope) error {
 	}
 	s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoredFromBackup, done: true, from: &from}
 	return r.releaseBackups(ctx, c)
-}
-
-// staleVolumes are the claims among pvcs that a new cluster's members
-// would start on but that another cluster of the same name made: its
-// members would come up with that cluster's data, or fail to join. Claims
-// made for this cluster (labelled with its UID) are not stale.
-func staleVolumes(c *etcdv1alpha1.EtcdCluster, pvcs []corev1.PersistentVolumeClaim) []string {
-	var stale []string
-	for i := range pvcs {
-		pvc := &pvcs[i]
-		if _, ok := memberClaimOrdinal(c, pvc); !ok || pvc.DeletionTimestamp != nil {
-			continue
-		}
-		if pvc.Labels[labelClusterUID] != string(c.UID) {
-			stale = append(stale, pvc.Name)
-		}
-	}
-	return stale
 }

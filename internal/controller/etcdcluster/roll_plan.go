@@ -7,6 +7,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
@@ -218,4 +222,46 @@ func leaderLast(in rollInput, m rollMember, leader etcd.MemberStatus, members []
 		return rollAction{kind: rollWait, member: m, message: fmt.Sprintf("Waiting for an updated member to catch up before moving the leadership away from %s", m.Name)}
 	}
 	return rollAction{kind: rollRestart, member: m, message: fmt.Sprintf("Restarting %s, the only member: the cluster is unavailable until it is back", m.Name)}
+}
+
+// defaultMemberTimeout is spec.updateStrategy.memberTimeout's default.
+const defaultMemberTimeout = 5 * time.Minute
+
+func memberTimeout(c *etcdv1alpha1.EtcdCluster) time.Duration {
+	if d := c.Spec.UpdateStrategy.MemberTimeout; d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return defaultMemberTimeout
+}
+
+// rollMembersOf pairs the members with their pods: whether each runs rev.
+// outdated is set when a member's pod runs another revision; unmarked when
+// a pod carries no revision at all (made by a Tend older than the roll).
+func rollMembersOf(c *etcdv1alpha1.EtcdCluster, views []memberView, pods map[string]*corev1.Pod, rev string) (members []rollMember, outdated, unmarked bool) {
+	for _, v := range views {
+		if v.Ordinal < 0 {
+			continue
+		}
+		m := rollMember{memberView: v}
+		p := pods[v.Name]
+		switch {
+		case p == nil || p.DeletionTimestamp != nil:
+			m.PodGone = true
+		default:
+			m.PodCreated = p.CreationTimestamp.Time
+			have, ok := p.Annotations[etcdv1alpha1.AnnotationMemberRevision]
+			m.Updated = have == rev
+			outdated = outdated || !m.Updated
+			unmarked = unmarked || !ok
+		}
+		members = append(members, m)
+	}
+	return members, outdated, unmarked
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
 }

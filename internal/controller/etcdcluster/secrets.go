@@ -21,12 +21,6 @@ import (
 	"github.com/tend-dev/tend/internal/etcd"
 )
 
-// Keys of the root credential Secret.
-const (
-	rootUsernameKey = "username"
-	rootPasswordKey = "password"
-)
-
 // errTLSSecrets marks a Provided TLS Secret that is missing or incomplete:
 // the user must fix it, and its message says how.
 var errTLSSecrets = errors.New("invalid TLS Secret")

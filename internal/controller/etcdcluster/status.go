@@ -36,8 +36,10 @@ type observation struct {
 	jobCreated time.Time
 	// step is the membership change the pass made or waits to make.
 	step step
-	// deletion is what a deleted cluster waits for.
-	deletion *deletion
+	// deletion is what a deleted cluster waits for; finalSnapshot its
+	// final EtcdBackup, once it exists.
+	deletion      *deletion
+	finalSnapshot string
 	// staleVolumes are volume claims of an older cluster of the same name
 	// that a new cluster would start on.
 	staleVolumes []string
@@ -404,16 +406,16 @@ func lowestVersion(views []memberView) string {
 
 // deletingStatus is the status of a deleted cluster: what was known stays;
 // the Deleting condition says what the deletion waits for.
-func deletingStatus(c *etcdv1alpha1.EtcdCluster, s *scope) etcdv1alpha1.EtcdClusterStatus {
+func deletingStatus(c *etcdv1alpha1.EtcdCluster, obs observation) etcdv1alpha1.EtcdClusterStatus {
 	st := *c.Status.DeepCopy()
 	st.Phase = etcdv1alpha1.PhaseDeleting
-	if s.finalSnapshot != "" {
-		st.FinalSnapshot = s.finalSnapshot
+	if obs.finalSnapshot != "" {
+		st.FinalSnapshot = obs.finalSnapshot
 	}
-	d := s.obs.deletion
+	d := obs.deletion
 	switch {
-	case s.obs.passError != nil:
-		d = &deletion{passErrorReason(s.obs.passError), fmt.Sprintf("The deletion's last pass failed, and is retried with backoff: %v", s.obs.passError)}
+	case obs.passError != nil:
+		d = &deletion{passErrorReason(obs.passError), fmt.Sprintf("The deletion's last pass failed, and is retried with backoff: %v", obs.passError)}
 	case d == nil:
 		d = &deletion{etcdv1alpha1.ReasonDeletingMembers, fmt.Sprintf("deletionPolicy %s: nothing to wait for", deletionPolicy(c))}
 	}
@@ -421,4 +423,42 @@ func deletingStatus(c *etcdv1alpha1.EtcdCluster, s *scope) etcdv1alpha1.EtcdClus
 		Type: etcdv1alpha1.ConditionDeleting, Status: metav1.ConditionTrue, Reason: d.reason, Message: d.message, ObservedGeneration: c.Generation,
 	})
 	return st
+}
+
+// deletion is what the deletion of a cluster waits for, for its status.
+type deletion struct {
+	reason, message string
+}
+
+// recoveryObservation is what the recovery phase saw and did.
+type recoveryObservation struct {
+	// status is the status.recovery to write.
+	status *etcdv1alpha1.RecoveryStatus
+	// holding: the members are stopped, or held, for a recovery; the pass
+	// did nothing else.
+	holding bool
+	// message says how far it got.
+	message string
+	// restoredFrom is set when a restore completed.
+	restoredFrom *etcdv1alpha1.RestoredFrom
+}
+
+// restoreProgress is how far the restore of a new cluster got, for its
+// status.
+type restoreProgress struct {
+	reason, message string
+	done, failed    bool
+	from            *etcdv1alpha1.RestoredFrom
+}
+
+// rollObservation is what the roll phase saw and did, for the status.
+type rollObservation struct {
+	// update is status.update after the pass; nil when no roll is on.
+	update *etcdv1alpha1.UpdateStatus
+	// finished: the roll ended this pass, or none was needed.
+	finished bool
+	// reason and message explain Progressing; a degraded reason (stalled,
+	// blocked, check failed) also sets Degraded.
+	reason, message string
+	degraded        bool
 }

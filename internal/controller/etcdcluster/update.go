@@ -2,38 +2,13 @@ package etcdcluster
 
 import (
 	"fmt"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
-
-// defaultMemberTimeout is spec.updateStrategy.memberTimeout's default.
-const defaultMemberTimeout = 5 * time.Minute
-
-func memberTimeout(c *etcdv1alpha1.EtcdCluster) time.Duration {
-	if d := c.Spec.UpdateStrategy.MemberTimeout; d != nil && d.Duration > 0 {
-		return d.Duration
-	}
-	return defaultMemberTimeout
-}
-
-// rollObservation is what the roll phase saw and did, for the status.
-type rollObservation struct {
-	// update is status.update after the pass; nil when no roll is on.
-	update *etcdv1alpha1.UpdateStatus
-	// finished: the roll ended this pass, or none was needed.
-	finished bool
-	// reason and message explain Progressing; a degraded reason (stalled,
-	// blocked, check failed) also sets Degraded.
-	reason, message string
-	degraded        bool
-}
 
 // beginUpdate opens the roll's record, status.update, or follows a spec
 // that changed during the roll, and holds an operator roll's slot. It
@@ -88,82 +63,6 @@ func countMembers(u *etcdv1alpha1.UpdateStatus, members []rollMember) {
 			u.PendingMembers = append(u.PendingMembers, m.Name)
 		}
 	}
-}
-
-// rollMembersOf pairs the members with their pods: whether each runs rev.
-// outdated is set when a member's pod runs another revision; unmarked when
-// a pod carries no revision at all (made by a Tend older than the roll).
-func rollMembersOf(c *etcdv1alpha1.EtcdCluster, views []memberView, pods map[string]*corev1.Pod, rev string) (members []rollMember, outdated, unmarked bool) {
-	for _, v := range views {
-		if v.Ordinal < 0 {
-			continue
-		}
-		m := rollMember{memberView: v}
-		p := pods[v.Name]
-		switch {
-		case p == nil || p.DeletionTimestamp != nil:
-			m.PodGone = true
-		default:
-			m.PodCreated = p.CreationTimestamp.Time
-			have, ok := p.Annotations[etcdv1alpha1.AnnotationMemberRevision]
-			m.Updated = have == rev
-			outdated = outdated || !m.Updated
-			unmarked = unmarked || !ok
-		}
-		members = append(members, m)
-	}
-	return members, outdated, unmarked
-}
-
-func timeOf(t *metav1.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.Time
-}
-
-// rollSlots bounds how many clusters roll at once because Tend changed
-// (not their spec): a new Tend must not restart every member everywhere
-// at the same moment. It is a bound, not a record: after a restart, the
-// rolls under way (status.update) take their slots back.
-type rollSlots struct {
-	mu    sync.Mutex
-	taken map[types.NamespacedName]bool
-}
-
-// acquire takes a slot for key if fewer than limit are taken.
-func (s *rollSlots) acquire(key types.NamespacedName, limit int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.taken[key] {
-		return true
-	}
-	if len(s.taken) >= max(limit, 1) {
-		return false
-	}
-	s.keepLocked(key)
-	return true
-}
-
-// keep marks key's roll as holding a slot, whatever the bound.
-func (s *rollSlots) keep(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keepLocked(key)
-}
-
-func (s *rollSlots) keepLocked(key types.NamespacedName) {
-	if s.taken == nil {
-		s.taken = map[types.NamespacedName]bool{}
-	}
-	s.taken[key] = true
-}
-
-// release frees key's slot.
-func (s *rollSlots) release(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.taken, key)
 }
 
 // keepsRollSlot tells whether the roll u of c holds one of the slots of

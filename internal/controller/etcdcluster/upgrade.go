@@ -81,11 +81,3 @@ func templateCluster(c *etcdv1alpha1.EtcdCluster, u upgradeState, runningImage s
 	}
 	return held
 }
-
-// version is the spec's etcd version.
-func version(c *etcdv1alpha1.EtcdCluster) string {
-	if c.Spec.Version == "" {
-		return etcdv1alpha1.DefaultVersion
-	}
-	return c.Spec.Version
-}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
 
 // upgradePath is a minor-version upgrade that etcd supports, and what it
@@ -109,4 +111,12 @@ func (v etcdVersion) compare(o etcdVersion) int {
 func minorOf(version string) int {
 	v, _ := parseVersion(version)
 	return v.minor
+}
+
+// version is the spec's etcd version.
+func version(c *etcdv1alpha1.EtcdCluster) string {
+	if c.Spec.Version == "" {
+		return etcdv1alpha1.DefaultVersion
+	}
+	return c.Spec.Version
 }

@@ -14,27 +14,6 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
 
-// memberData is where the members' pods run and where their data lives.
-type memberData struct {
-	// ips are the member pods' IPs by the members' DNS names.
-	ips map[string]string
-	// holders are the UIDs of the objects that hold each member's data,
-	// by member name: its volume claim, or with ephemeral storage its pod.
-	holders map[string]types.UID
-	// pvcs are the cluster's volume claims.
-	pvcs []corev1.PersistentVolumeClaim
-	// pods are the member pods by name, those being deleted included.
-	pods map[string]*corev1.Pod
-	// marks are the member IDs that the members' volume claims carry
-	// (annotationMemberID), and created when each claim was made, by
-	// member name; persistent storage only.
-	marks   map[string]string
-	created map[string]time.Time
-	// formed is when the cluster had formed: the init Job's creation. Zero
-	// when there is no init Job.
-	formed time.Time
-}
-
 // observeData lists the member pods of sts, from the apiserver (the
 // manager does not cache them), and the volume claims, from the cache.
 // Pods that only carry the members' labels, and claims made for an older
@@ -77,47 +56,6 @@ func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		}
 	}
 	return d, nil
-}
-
-// markDataLoss carries each member's data holder over from the last status
-// and marks the members whose data is gone. Such a member may still answer
-// for a while, from an empty data directory under its old ID, which etcd
-// accepts and raft does not survive; it must be replaced at once. Two
-// records tell, so that losing one cannot hide a loss:
-//   - the status: a member first seen healthy on one volume claim (or
-//     ephemeral pod) that now has another one lost its data with the old
-//     one;
-//   - the objects: every voter's claim carries its member ID (a learner
-//     is promoted only once its claim does, and the first members' claims
-//     are marked when first seen healthy). A voter on a claim without a
-//     mark that was made after the cluster formed (the init Job) has a new,
-//     empty volume: its data is gone even if the status was lost or is
-//     stale.
-//
-// A member seen for the first time, or not yet healthy, is recorded on the
-// holder it has.
-func markDataLoss(views []memberView, last []etcdv1alpha1.Member, data memberData) []memberView {
-	for i := range views {
-		v := &views[i]
-		for _, m := range last {
-			if m.Name == v.Name && m.ID == v.ID.String() {
-				v.DataHolder = m.VolumeUID
-			}
-		}
-		now := data.holders[v.Name]
-		v.Marked = data.marks[v.Name] == v.ID.String()
-		switch {
-		case now == "":
-			// Deleted, or not made yet: nothing to compare.
-		case v.DataHolder != "" && v.DataHolder != now:
-			v.DataLost = true
-		case !v.IsLearner && data.marks[v.Name] == "" && !data.formed.IsZero() && data.created[v.Name].After(data.formed):
-			v.DataLost = true
-		case v.DataHolder == "" && v.Healthy:
-			v.DataHolder = now
-		}
-	}
-	return views
 }
 
 // reconcileVolumes keeps the members' volumes true to the membership:
@@ -172,5 +110,43 @@ func (r *Reconciler) markClaim(ctx context.Context, pvc *corev1.PersistentVolume
 	if err := r.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("marking volume claim %s: %w", pvc.Name, err)
 	}
+	return nil
+}
+
+// deleteMemberData deletes the member's volume claim and then its pod: the
+// claim stays until the pod is gone, and the StatefulSet then makes both
+// anew, empty.
+func (r *Reconciler) deleteMemberData(ctx context.Context, s *scope, ordinal int) error {
+	c := s.cluster
+	if !c.Spec.Storage.Ephemeral {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: pvcName(c, ordinal)}, pvc)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading volume claim %s: %w", pvcName(c, ordinal), err)
+		}
+		if err == nil {
+			if _, ours := isMemberPVC(c, pvc); !ours {
+				return notOurs(c, "PersistentVolumeClaim", pvc)
+			}
+			if err := r.deleteExactly(ctx, "volume claim", pvc); err != nil {
+				return err
+			}
+		}
+	}
+	name := memberName(c, ordinal)
+	pod := &corev1.Pod{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pod)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading pod %s: %w", name, err)
+	}
+	if err == nil {
+		if !isMemberPod(c, s.sts, pod) {
+			return notOurs(c, "Pod", pod)
+		}
+		if err := r.deleteExactly(ctx, "pod", pod); err != nil {
+			return err
+		}
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberDataDeleted", "DeleteMemberData", "Deleted pod %s and its data: it starts again empty and joins as a new member", name)
 	return nil
 }

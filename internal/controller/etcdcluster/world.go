@@ -1,15 +1,18 @@
 package etcdcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -246,4 +249,57 @@ func observeRoll(s *scope, w *world) rollWorld {
 func adoptable(pod *corev1.Pod, template corev1.PodTemplateSpec) bool {
 	_, marked := pod.Annotations[etcdv1alpha1.AnnotationMemberRevision]
 	return !marked && pod.DeletionTimestamp == nil && runsAs(pod, template)
+}
+
+// latestVerifiedBackup is the newest EtcdBackup of c that is Complete and
+// Verified, or "".
+func (r *Reconciler) latestVerifiedBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (string, error) {
+	var list etcdv1alpha1.EtcdBackupList
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		return "", fmt.Errorf("listing EtcdBackups: %w", err)
+	}
+	var best *etcdv1alpha1.EtcdBackup
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.ClusterRef.Name != c.Name || b.DeletionTimestamp != nil || b.Status.CompletionTime == nil ||
+			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) ||
+			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupVerified) {
+			continue
+		}
+		if best == nil || b.Status.CompletionTime.After(best.Status.CompletionTime.Time) {
+			best = b
+		}
+	}
+	if best == nil {
+		return "", nil
+	}
+	return best.Name, nil
+}
+
+// restoresOf lists the EtcdRestores of c, oldest first.
+func (r *Reconciler) restoresOf(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]etcdv1alpha1.EtcdRestore, error) {
+	var list etcdv1alpha1.EtcdRestoreList
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{indexRestoreCluster: c.Name}); err != nil {
+		return nil, fmt.Errorf("listing EtcdRestores: %w", err)
+	}
+	slices.SortFunc(list.Items, func(a, b etcdv1alpha1.EtcdRestore) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	return list.Items, nil
+}
+
+// restoreFinished tells whether rs completed or failed.
+func restoreFinished(rs *etcdv1alpha1.EtcdRestore) bool {
+	return apimeta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1alpha1.RestoreComplete) ||
+		apimeta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1alpha1.RestoreFailed)
+}
+
+// pendingRestore is the oldest restore that has not finished.
+func pendingRestore(restores []etcdv1alpha1.EtcdRestore) *etcdv1alpha1.EtcdRestore {
+	for i := range restores {
+		if rs := &restores[i]; rs.DeletionTimestamp == nil && !restoreFinished(rs) {
+			return rs
+		}
+	}
+	return nil
 }

@@ -21,7 +21,7 @@ const (
 	opDelete                      // op_delete.go
 	opRecovery                    // op_recovery.go: an in-place restore or quorum-loss recovery under way
 	opStartRestore                // op_restore.go: a pending EtcdRestore starts
-	opFailedHold                  // op_recovery_failed.go: a failed recovery holds the members stopped, or is retried
+	opFailedHold                  // op_recovery.go: a failed recovery holds the members stopped, or is retried
 	opQuorumLoss                  // op_quorum_loss.go: a recovery starts, as the guard allows
 	opMembership                  // op_membership.go: replace, add a learner, promote, move the leader, remove
 	opUpgradeBackup               // op_upgrade_backup.go: a minor upgrade waits for its backup (or its path is refused)

@@ -1,33 +1,65 @@
-// Package etcdcluster runs EtcdClusters: it turns the spec into a CA and
-// certificates, a peer and a client Service, a StatefulSet of members with a
-// PodDisruptionBudget, and an init Job, then keeps the etcd membership in
-// line through internal/etcd, one safe step per pass.
+// Package etcdcluster runs EtcdClusters, and carries out EtcdRestores.
 //
-// A pass (reconcile.go) runs phases in order: certificates and the root
-// Secret (secrets.go, pki.go), Services, budget and StatefulSet (objects.go),
-// the membership through etcd (members.go) with the next step chosen by
-// planMembers (plan.go), and the init Job (objects.go, job.go); status.go
-// computes the status from what the pass saw. The desired objects are built
-// by pure functions (names.go, builders.go, job.go, pki.go) with table
-// tests; every membership decision is a pure check in internal/etcd or
-// plan.go. The package must not wait in a loop for etcd: every pass does at
-// most one membership step and requeues.
+// One pass (reconcile.go):
 //
-// The cluster's side of backups lives here too: the connection ConfigMap
-// that backup pods read (connection.go), the restore of a new cluster from
-// a backup before its StatefulSet exists (restore.go), and deletion as
-// spec.deletionPolicy says, with a final EtcdBackup (delete.go). It creates
-// EtcdBackups but never runs them: internal/controller/etcdbackup does.
+//	ensure   certificates and the root Secret (secrets.go), Services, budget
+//	         and StatefulSet (objects.go; a new cluster's data is restored
+//	         before its StatefulSet, restore.go), the connection ConfigMap
+//	observe  world.go: the StatefulSet, the member pods and volumes, the
+//	         restores and the recovery, the members through etcd, the init
+//	         Job, the upgrade and the roll; once, before anything is chosen
+//	choose   choose.go: next(world) is one operation, the first row of the
+//	         precedence table that applies
+//	act      the operation's own file; serve.go keeps the StatefulSet,
+//	         authentication, volumes and the init Job in line around the
+//	         operations of serving members
+//	status   status.go computes the status from what the pass saw, and the
+//	         pass writes it once
+//
+// The precedence table (choose.go), first row first; one operation a pass:
+//
+//	operation      chosen when                                    file
+//	Delete         the cluster is being deleted                   op_delete.go
+//	Wait           no StatefulSet to act on yet                   (objects.go made it, or waits)
+//	Recovery       a restore or quorum-loss recovery is under way op_recovery.go, recover_survivor.go
+//	StartRestore   a pending EtcdRestore may start                op_restore.go
+//	FailedHold     the last recovery failed                       op_recovery.go
+//	Wait           no member answered; spec.paused
+//	QuorumLoss     the quorum is lost and the guard allows        op_quorum_loss.go
+//	Membership     replace, add a learner, promote, move, remove  op_membership.go
+//	UpgradeBackup  a minor upgrade waits for its backup           op_upgrade_backup.go
+//	Roll           a member's pod runs another revision           op_roll.go
+//	Check          the roll's check Job                           op_check.go
+//	None           the members match the spec
+//
+// A pending EtcdRestore that cannot start is told why (it waits, or it is
+// refused) and the choice goes on down the table; the quorum-loss guard's
+// plan is reported whatever is chosen. Every operation picks up from what
+// is stored on objects (status.recovery, status.update, the pods' revision
+// annotation, Jobs with fixed names), so a pass cut short anywhere is
+// resumed by the next. A pass never waits in a loop for etcd: it does one
+// step of one operation and requeues.
+//
+// The files are in layers, and none refers to a higher one:
+//
+//  0. names and pure builders: names.go, version.go, builders.go, job.go,
+//     pki.go, metrics.go, readiness.go
+//  1. pure decisions and the status: plan.go (membership), roll_plan.go,
+//     recovery_plan.go (the quorum-loss guard), backups.go, status.go
+//  2. the reconciler's reads and objects: reconciler.go (Reconciler,
+//     scope), owned.go, jobs.go, connect.go, volumes.go, members.go,
+//     startup.go, upgrade.go, roll_adopt.go, secrets.go, objects.go,
+//     connection.go, restore.go, restore_source.go, restore_volumes.go
+//  3. observe and choose: world.go, choose.go
+//  4. the operations: op_*.go, serve.go, update.go, recover_survivor.go
+//  5. the pass and its wiring: reconcile.go, controller.go
 //
 // Tend deletes, restarts or takes as its own only what it made for this
 // very cluster (owned.go): Jobs, the StatefulSet and member pods by their
 // controller reference, member claims by the cluster-UID label. A pass
 // that fails says so in Degraded (ReconcileFailed, or ObjectNotOurs when
-// an object it did not make holds a name it needs).
-//
-// Rolls (roll.go, roll_plan.go) restart members whose pods run another
-// revision than the spec's, one per pass, behind the pure gate of
-// planRoll and etcd.CanRestart; a minor upgrade is path-checked
-// (checkUpgradePath) and waits for a verified EtcdBackup; a check Job ends
-// it. The roll's state is status.update and the pods' revision annotation.
+// an object it did not make holds a name it needs). The EtcdBackups it
+// makes (final, pre-upgrade, quorum loss) are run by
+// internal/controller/etcdbackup, which shares only names with this
+// package (internal/etcdnames).
 package etcdcluster

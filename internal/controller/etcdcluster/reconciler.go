@@ -45,7 +45,7 @@ type Reconciler struct {
 	// under MemberChangeInterval. Losing it on a restart only allows one
 	// look sooner.
 	nextLook sync.Map // types.NamespacedName → time.Time
-	// rolls bounds the rolls that a new Tend causes (roll.go).
+	// rolls bounds the rolls that a new Tend causes (update.go).
 	rolls rollSlots
 }
 

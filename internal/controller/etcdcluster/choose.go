@@ -128,6 +128,7 @@ func restoreMayStart(w *world, d *decision) bool {
 		return false
 	}
 	c, rs := w.cluster, p.rs
+	holding := w.membersWithData()
 	refuse := func(reason, msg string) bool {
 		d.verdict = &restoreVerdict{reason: reason, message: msg}
 		return false
@@ -141,12 +142,12 @@ func restoreMayStart(w *world, d *decision) bool {
 	case apimeta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionAvailable) && !rs.Spec.ConfirmOverwrite:
 		return refuse(etcdv1alpha1.ReasonClusterAvailable, fmt.Sprintf(
 			"EtcdCluster %s is Available: restoring would replace its data, and every write since the backup would be lost. Nothing was touched. To go ahead, create a new EtcdRestore with spec.confirmOverwrite: true", c.Name))
-	case !rs.Spec.ConfirmOverwrite && len(w.membersWithData()) > 0:
+	case !rs.Spec.ConfirmOverwrite && len(holding) > 0:
 		// The condition is what an earlier pass saw: Unknown, or a passing
 		// Unreachable, says nothing of the data. The members say.
 		return refuse(etcdv1alpha1.ReasonClusterAvailable, fmt.Sprintf(
 			"EtcdCluster %s holds data: %s answered. Restoring would replace it, and every write since the backup would be lost. Nothing was touched. To go ahead, create a new EtcdRestore with spec.confirmOverwrite: true",
-			c.Name, strings.Join(w.membersWithData(), ", ")))
+			c.Name, strings.Join(holding, ", ")))
 	case p.progress != nil && p.progress.failed:
 		return refuse(etcdv1alpha1.ReasonRestoreFailed, p.progress.message)
 	case p.progress != nil:

@@ -5,7 +5,8 @@
 // io.Writer, from any member or from one chosen member (SnapshotFrom, which
 // checks etcd's SHA-256 of the data as it passes); hashes a member's
 // key-value history at a revision and counts its keys (HashKV, KeyCount), to
-// compare a restored backup with the live cluster; and turns etcd's
+// compare a restored backup with the live cluster; keeps the storage
+// (Compact, Defragment one member, DisarmNoSpace); and turns etcd's
 // authentication on, with a root user (EnableAuth). Its errors are classified (Classify: NotFound, Terminal,
 // Transient) and wrap sentinels that errors.Is finds, such as
 // ErrLearnerNotReady.
@@ -16,8 +17,8 @@
 // without etcd.
 //
 // In the manager, every RPC that may change the cluster (every one but the
-// reads: member changes, leadership moves, user and auth changes, and any
-// compaction, defragmentation or alarm change to come) first passes the
+// reads: member changes, leadership moves, user and auth changes,
+// compaction, defragmentation and the alarm's disarm) first passes the
 // leader-election fence (Config.Gate, internal/fence), on every connection
 // of the client, so that a manager that lost its Lease changes nothing; the
 // gate is checked in one place, the client's gRPC interceptors, so that a

@@ -115,6 +115,7 @@ var terminal = []error{
 	rpctypes.ErrNoSpace,
 	rpctypes.ErrCorrupt,
 	rpctypes.ErrRequestTooLarge,
+	rpctypes.ErrFutureRev,
 }
 
 // Classify says what to do about err, which a call of this package or a
@@ -124,7 +125,8 @@ var terminal = []error{
 //     the others are Transient;
 //   - a cancelled or expired context: Transient;
 //   - etcd's errors that no retry can change (bad URLs, a bad leadership
-//     transferee, NOSPACE, a corrupt cluster): Terminal;
+//     transferee, NOSPACE, a corrupt cluster, a compaction past the
+//     current revision): Terminal;
 //   - the gRPC code: Unauthenticated, PermissionDenied, InvalidArgument and
 //     Unimplemented are Terminal;
 //   - anything else: Transient.

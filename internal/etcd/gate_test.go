@@ -128,16 +128,13 @@ func TestGateRefusesChangesToTheCluster(t *testing.T) {
 			_, err := fenced.cli.Put(ctx, "fenced", "1")
 			return err
 		}},
-		{"Compact", func() error {
-			_, err := fenced.cli.Compact(ctx, rev)
-			return err
-		}},
+		{"Compact", func() error { return fenced.Compact(ctx, rev) }},
 		{"Defragment", func() error {
-			_, err := fenced.cli.Defragment(ctx, follower.ClientURLs[0])
+			_, err := fenced.Defragment(ctx, follower.ClientURLs[0])
 			return err
 		}},
-		{"AlarmDisarm", func() error {
-			_, err := fenced.cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: uint64(follower.ID), Alarm: pb.AlarmType_NOSPACE})
+		{"DisarmNoSpace", func() error {
+			_, err := fenced.DisarmNoSpace(ctx)
 			return err
 		}},
 	}

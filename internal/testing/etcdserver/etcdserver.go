@@ -40,6 +40,10 @@ type Options struct {
 	// TLS makes the client and peer ports https, with client-certificate
 	// authentication on both, from a fresh PKI.
 	TLS bool
+	// QuotaBackendBytes is --quota-backend-bytes; 0 keeps etcd's default.
+	// A small quota lets a test fill the database until etcd raises
+	// NOSPACE.
+	QuotaBackendBytes int64
 }
 
 // Cluster is a set of etcd members on 127.0.0.1.
@@ -52,6 +56,7 @@ type Cluster struct {
 	dir   string
 	token string
 	http  *http.Client
+	quota int64
 
 	mu      sync.Mutex
 	members []*Member
@@ -107,7 +112,7 @@ func newCluster(dir string, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Bin: bin, dir: dir, token: "tend-test-" + strconv.FormatUint(rand.Uint64(), 36)}
+	c := &Cluster{Bin: bin, dir: dir, token: "tend-test-" + strconv.FormatUint(rand.Uint64(), 36), quota: opts.QuotaBackendBytes}
 	transport := &http.Transport{Proxy: nil, DisableKeepAlives: true}
 	if opts.TLS {
 		if c.PKI, err = NewPKI(filepath.Join(dir, "pki")); err != nil {
@@ -292,6 +297,9 @@ func (m *Member) launch(initialCluster, state string) error {
 		// Tests do not survive power loss; they do run on busy disks.
 		"--unsafe-no-fsync=true",
 		"--log-level=info",
+	}
+	if m.c.quota > 0 {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(m.c.quota, 10))
 	}
 	if p := m.c.PKI; p != nil {
 		args = append(args,

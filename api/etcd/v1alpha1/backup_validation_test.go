@@ -123,16 +123,16 @@ func TestBackupSpecIsImmutable(t *testing.T) {
 func TestScheduleValidation(t *testing.T) {
 	ns := env.Namespace(t)
 	line := func(s string) func(*etcdv1alpha1.EtcdBackupSchedule) {
-		return func(sc *etcdv1alpha1.EtcdBackupSchedule) { sc.Spec.Schedule = s }
+		return func(sc *etcdv1alpha1.EtcdBackupSchedule) { sc.Spec.Schedule = etcdv1alpha1.CronSchedule(s) }
 	}
 	const (
-		shape  = "spec.schedule must be five fields separated by spaces (minute hour day-of-month month day-of-week)"
-		minute = "the minute, the first field of spec.schedule, takes *, numbers 0-59"
-		hour   = "the hour, the second field of spec.schedule, takes *, numbers 0-23"
-		dom    = "the day of the month, the third field of spec.schedule, takes * or ?, numbers 1-31"
-		month  = "the month, the fourth field of spec.schedule, takes *, numbers 1-12 or JAN-DEC"
-		dow    = "the day of the week, the fifth field of spec.schedule, takes * or ?, numbers 0-6 (0 is Sunday) or SUN-SAT"
-		order  = "a range in spec.schedule goes from low to high, with numbers or names at both ends, such as 1-5 or MON-FRI"
+		shape  = "the schedule must be five fields separated by spaces (minute hour day-of-month month day-of-week)"
+		minute = "the minute, the first field of the schedule, takes *, numbers 0-59"
+		hour   = "the hour, the second field of the schedule, takes *, numbers 0-23"
+		dom    = "the day of the month, the third field of the schedule, takes * or ?, numbers 1-31"
+		month  = "the month, the fourth field of the schedule, takes *, numbers 1-12 or JAN-DEC"
+		dow    = "the day of the week, the fifth field of the schedule, takes * or ?, numbers 0-6 (0 is Sunday) or SUN-SAT"
+		order  = "a range in the schedule goes from low to high, with numbers or names at both ends, such as 1-5 or MON-FRI"
 	)
 	for _, tc := range []struct {
 		name    string
@@ -254,7 +254,7 @@ func TestScheduleRulesAreNoLooserThanTheParser(t *testing.T) {
 			fields[i] = field(i % 5)
 		}
 		line := strings.Join(fields, " ")
-		err := env.Client.Create(context.Background(), schedule(ns, func(sc *etcdv1alpha1.EtcdBackupSchedule) { sc.Spec.Schedule = line }), client.DryRunAll)
+		err := env.Client.Create(context.Background(), schedule(ns, func(sc *etcdv1alpha1.EtcdBackupSchedule) { sc.Spec.Schedule = etcdv1alpha1.CronSchedule(line) }), client.DryRunAll)
 		if err != nil {
 			g.Expect(err).To(MatchError(ContainSubstring("spec.schedule")), line)
 			refused++

@@ -12,7 +12,7 @@ import (
 
 func mustSchedule(t *testing.T, line string, tz string) cronSchedule {
 	t.Helper()
-	spec := &etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: line}
+	spec := &etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: etcdv1alpha1.CronSchedule(line)}
 	if tz != "" {
 		spec.TimeZone = &tz
 	}
@@ -49,7 +49,7 @@ func TestParseSchedule(t *testing.T) {
 	} {
 		t.Run(tc.line+" "+tc.tz, func(t *testing.T) {
 			g := NewWithT(t)
-			spec := &etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: tc.line}
+			spec := &etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: etcdv1alpha1.CronSchedule(tc.line)}
 			if tc.tz != "" {
 				spec.TimeZone = &tc.tz
 			}

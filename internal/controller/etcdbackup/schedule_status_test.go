@@ -62,7 +62,7 @@ func TestScheduleHealth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			sc := testSchedule(tc.suspend)
-			h := scheduleHealth(sc, mustSchedule(t, sc.Spec.Schedule, ""), tc.backups, at(tc.now))
+			h := scheduleHealth(sc, mustSchedule(t, string(sc.Spec.Schedule), ""), tc.backups, at(tc.now))
 			g.Expect(h.status).To(Equal(tc.status))
 			g.Expect(h.reason).To(Equal(tc.reason))
 			g.Expect(h.message).To(ContainSubstring(tc.message))
@@ -82,7 +82,7 @@ func TestCalculateScheduleStatus(t *testing.T) {
 	good := scheduledBackup{name: "hourly-5", at: at("2030-01-01T05:00:00Z"), state: backupGood, verified: true, completed: ptr.To(at("2030-01-01T05:01:00Z"))}
 	unverified := scheduledBackup{name: "hourly-4", at: at("2030-01-01T04:00:00Z"), state: backupGood, completed: ptr.To(at("2030-01-01T04:01:00Z"))}
 	s := &scheduleScope{
-		now: at("2030-01-01T06:00:10Z"), cron: mustSchedule(t, sc.Spec.Schedule, ""),
+		now: at("2030-01-01T06:00:10Z"), cron: mustSchedule(t, string(sc.Spec.Schedule), ""),
 		backups: []scheduledBackup{
 			{name: "hourly-6", at: at("2030-01-01T06:00:00Z"), state: backupActive},
 			good, unverified,

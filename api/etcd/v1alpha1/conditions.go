@@ -137,6 +137,15 @@ const (
 	// the members and volumes are being deleted.
 	ReasonDeletingMembers = "DeletingMembers"
 
+	// ReasonNoSpace: etcd raised NOSPACE and takes no writes; Tend
+	// compacts, defragments and disarms (spec.maintenance.noSpace Auto).
+	ReasonNoSpace = "NoSpace"
+	// ReasonNoSpaceTooLarge: the data in use alone is near the quota:
+	// compaction cannot make room; raise spec.options.quotaBackendBytes.
+	ReasonNoSpaceTooLarge = "NoSpaceTooLarge"
+	// ReasonDefragmentationStalled: a member's defragmentation failed or
+	// outlasted its timeout; no other round starts until a person asks.
+	ReasonDefragmentationStalled = "DefragmentationStalled"
 	// ReasonReconcileFailed: Tend's last pass failed; the message quotes
 	// the error. Tend retries with backoff.
 	ReasonReconcileFailed = "ReconcileFailed"
@@ -162,6 +171,10 @@ const (
 	// surviving member's data, "backup/<EtcdBackup name>" restores the
 	// backup. Tend still acts only when its guard allows.
 	AnnotationRecoverFrom = "etcd.tend.dev/recover-from"
+	// AnnotationDefragment asks for one defragmentation round of every
+	// member: a new value (kubectl tend defrag sets the time) starts one
+	// when the cluster can take it.
+	AnnotationDefragment = "etcd.tend.dev/defragment"
 )
 
 // AnnotationMemberRevision on a member pod (from the StatefulSet's

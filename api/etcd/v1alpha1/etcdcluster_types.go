@@ -16,6 +16,7 @@ const DefaultVersion = "v3.6.16"
 // +kubebuilder:validation:XValidation:rule="int(self.version.split('.')[1]) >= int(oldSelf.version.split('.')[1])",message="spec.version must not go back to an older minor version: etcd cannot downgrade a data directory; restore a backup into a new cluster instead"
 // +kubebuilder:validation:XValidation:rule="int(self.version.split('.')[1]) <= int(oldSelf.version.split('.')[1]) + 1",message="spec.version may move up one minor version at a time (for example v3.5.x to v3.6.y): upgrade to each minor version in turn"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap is read only when the cluster is created: to restore an existing cluster, create an EtcdRestore; to start from a backup, create a new EtcdCluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.compaction) || !has(self.options) || !has(self.options.autoCompactionMode)",message="spec.maintenance.compaction and spec.options.autoCompactionMode both compact the history: set one (Tend's compaction needs no restart)"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || !has(self.storage) || !has(self.storage.ephemeral) || !self.storage.ephemeral",message="spec.bootstrap.restore needs persistent storage: ephemeral members would lose the restored data on their first restart"
 type EtcdClusterSpec struct {
 	// Replicas is the number of members, 1 to 9. Odd sizes tolerate the
@@ -87,6 +88,12 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default={memberTimeout: "5m"}
 	// +optional
 	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// Maintenance is the upkeep of the members' storage: compaction,
+	// defragmentation, and recovery from NOSPACE. Each part has a default
+	// that applies without it (see docs/etcdcluster.md).
+	// +optional
+	Maintenance Maintenance `json:"maintenance,omitempty"`
 
 	// Paused stops Tend from changing the cluster: no scaling, no member
 	// replacement, no restarts; a roll holds between members. Status is
@@ -471,6 +478,10 @@ type EtcdClusterStatus struct {
 	// no other change to the members.
 	// +optional
 	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+	// Maintenance is the storage upkeep: the last compaction, the
+	// defragmentation round under way or the last one, a NOSPACE recovery.
+	// +optional
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
 	// Certificates are when the certificates in the cluster's TLS Secrets
 	// expire: the CA (Auto mode), server, peer and client. Tend renews its
 	// own at two thirds of their life; Provided ones are the user's to renew.

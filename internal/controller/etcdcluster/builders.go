@@ -366,20 +366,30 @@ func skipPeerSANVerification(c *etcdv1alpha1.EtcdCluster) string {
 // etcdDefaultQuota is etcd's own --quota-backend-bytes default.
 const etcdDefaultQuota = 2 << 30
 
-// tuning turns the spec's options into etcd's environment settings.
-func tuning(c *etcdv1alpha1.EtcdCluster) []corev1.EnvVar {
-	o := c.Spec.Options
-	var env []corev1.EnvVar
-	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
-	switch {
+// quotaOf is the database size at which etcd raises NOSPACE:
+// spec.options.quotaBackendBytes, else three quarters of a volume smaller
+// than etcd's default quota, else etcd's default.
+func quotaOf(c *etcdv1alpha1.EtcdCluster) int64 {
+	switch o := c.Spec.Options; {
 	case o.QuotaBackendBytes != nil:
-		add("ETCD_QUOTA_BACKEND_BYTES", strconv.FormatInt(o.QuotaBackendBytes.Value(), 10))
+		return o.QuotaBackendBytes.Value()
 	case !c.Spec.Storage.Ephemeral && c.Spec.Storage.Size != nil && c.Spec.Storage.Size.Value()*3/4 < etcdDefaultQuota:
 		// The database must reach its quota (and raise NOSPACE, which
 		// keeps it readable) before the volume fills (which stops the
 		// member): leave a quarter of the volume for the WAL and
 		// snapshots.
-		add("ETCD_QUOTA_BACKEND_BYTES", strconv.FormatInt(c.Spec.Storage.Size.Value()*3/4, 10))
+		return c.Spec.Storage.Size.Value() * 3 / 4
+	}
+	return etcdDefaultQuota
+}
+
+// tuning turns the spec's options into etcd's environment settings.
+func tuning(c *etcdv1alpha1.EtcdCluster) []corev1.EnvVar {
+	o := c.Spec.Options
+	var env []corev1.EnvVar
+	add := func(name, value string) { env = append(env, corev1.EnvVar{Name: name, Value: value}) }
+	if q := quotaOf(c); o.QuotaBackendBytes != nil || q != etcdDefaultQuota {
+		add("ETCD_QUOTA_BACKEND_BYTES", strconv.FormatInt(q, 10))
 	}
 	if o.AutoCompactionMode != "" {
 		add("ETCD_AUTO_COMPACTION_MODE", string(o.AutoCompactionMode))

@@ -27,9 +27,12 @@ const (
 	opUpgradeBackup               // op_upgrade_backup.go: a minor upgrade waits for its backup (or its path is refused)
 	opRoll                        // op_roll.go: restart one outdated member, or move the leader first
 	opCheck                       // op_check.go: every member runs the revision; the check Job ends the roll
+	opNoSpace                     // op_no_space.go: etcd raised NOSPACE; compact, defragment, disarm
+	opCompact                     // op_compact.go: drop the history older than the retention
+	opDefragment                  // op_defragment.go: one step of a defragmentation round
 )
 
-var opNames = [...]string{"None", "Wait", "Delete", "Recovery", "StartRestore", "FailedHold", "QuorumLoss", "Membership", "UpgradeBackup", "Roll", "Check"}
+var opNames = [...]string{"None", "Wait", "Delete", "Recovery", "StartRestore", "FailedHold", "QuorumLoss", "Membership", "UpgradeBackup", "Roll", "Check", "NoSpace", "Compact", "Defragment"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -47,6 +50,13 @@ type decision struct {
 	// verdict answers a pending EtcdRestore that does not start this
 	// pass: it waits, or is refused. It is written whatever was chosen.
 	verdict *restoreVerdict
+	// noSpace is the NOSPACE recovery's step, reported whatever was
+	// chosen (a recovery that waits for a person lets a roll that raises
+	// the quota go on); compact the revision to compact to; defrag the
+	// defragmentation's step.
+	noSpace noSpaceStep
+	compact int64
+	defrag  defragStep
 }
 
 // restoreVerdict is what a pending EtcdRestore is told when it does not
@@ -78,9 +88,12 @@ var precedence = []rule{
 	{opWait, "spec.paused", paused},
 	{opQuorumLoss, "the quorum is lost and the guard allows a recovery", quorumLost},
 	{opMembership, "the membership differs from the spec", membershipStep},
+	{opNoSpace, "etcd raised NOSPACE, or its recovery ends", noSpaceDue},
 	{opUpgradeBackup, "a minor upgrade waits for its path check or backup", func(w *world, _ *decision) bool { return w.upgrade.hold() }},
 	{opRoll, "a member runs another revision", rollStep},
 	{opCheck, "every member runs the revision; the roll is not checked", rollChecked},
+	{opCompact, "the history older than the retention may go", compactDue},
+	{opDefragment, "a defragmentation round runs, or one is due", defragDue},
 }
 
 // next chooses the pass's one operation from the world: the first row of

@@ -108,6 +108,33 @@ func rolledUnchecked(w *world) {
 	w.cluster.Status.Update = &etcdv1alpha1.UpdateStatus{Revision: "r2"}
 }
 
+// The storage's world changes: members half free past the threshold; a
+// history with a revision older than the retention; a NOSPACE alarm (Auto,
+// or Manual); a defragmentation round under way.
+func fragmented(w *world) {
+	w.maint.defrag = defragOf(w.cluster, w.clock)
+	for i := range w.members {
+		w.members[i].DBSize, w.members[i].DBSizeInUse = 400<<20, 100<<20
+	}
+}
+func compactable(w *world) {
+	w.maint.compaction = compactionOf(w.cluster)
+	w.maint.current = 100
+	w.maint.samples = []revisionSample{{at: t0.Add(-2 * time.Hour), rev: 50}, {at: t0, rev: 100}}
+}
+func noSpaceAlarm(w *world) {
+	w.maint.alarm = true
+	w.maint.compaction = compactionOf(w.cluster)
+}
+func noSpaceManual(w *world) {
+	noSpaceAlarm(w)
+	w.cluster.Spec.Maintenance.NoSpace = etcdv1alpha1.NoSpaceManual
+}
+func roundUnderWay(w *world) {
+	w.maint.status.Defragmentation = &etcdv1alpha1.DefragmentationStatus{Cause: etcdv1alpha1.DefragmentationRequested,
+		Phase: etcdv1alpha1.DefragmentationRunning, Members: []string{w.members[1].Name, w.members[2].Name, w.members[0].Name}}
+}
+
 // TestNext is the precedence table, row by row, and the operations that
 // could collide, pair by pair: the first row that applies wins, and the
 // others wait for a later pass.
@@ -167,6 +194,27 @@ func TestNext(t *testing.T) {
 		{name: "a roll", world: []func(*world){outdated}, want: opRoll},
 		{name: "a roll under way", world: []func(*world){outdated, rolledUnchecked}, want: opRoll},
 		{name: "every member rolled: the check", world: []func(*world){rolledUnchecked}, want: opCheck},
+		{name: "NOSPACE: the recovery starts", world: []func(*world){noSpaceAlarm}, want: opNoSpace},
+		{name: "NOSPACE before a roll", world: []func(*world){outdated, noSpaceAlarm}, want: opNoSpace},
+		{name: "NOSPACE, Manual: reported, and the roll that raises the quota goes on", world: []func(*world){outdated, noSpaceManual}, want: opRoll},
+		{name: "NOSPACE, Manual: reported, nothing else to do", world: []func(*world){noSpaceManual}, want: opNone},
+		{name: "a member lost during NOSPACE is replaced first", world: []func(*world){noSpaceAlarm, memberLost}, want: opMembership},
+		{name: "NOSPACE during a recovery waits for it", world: []func(*world){recoveryUnderWay, noSpaceAlarm}, want: opRecovery},
+		{name: "NOSPACE while the quorum is lost: the guard first", world: []func(*world){noSpaceAlarm, quorumLostToOne}, want: opQuorumLoss, quorum: true},
+		{name: "history older than the retention is compacted", world: []func(*world){compactable}, want: opCompact},
+		{name: "a compaction waits for the roll", world: []func(*world){outdated, compactable}, want: opRoll},
+		{name: "a compaction waits for a scale-out", world: []func(*world){scaleOut, compactable}, want: opMembership},
+		{name: "a compaction before a defragmentation", world: []func(*world){compactable, fragmented}, want: opCompact},
+		{name: "a fragmented cluster is defragmented", world: []func(*world){fragmented}, want: opDefragment},
+		{name: "a defragmentation never runs beside a roll", world: []func(*world){outdated, fragmented}, want: opRoll},
+		{name: "a defragmentation never runs beside the roll's check", world: []func(*world){rolledUnchecked, fragmented}, want: opCheck},
+		{name: "a round under way waits for a scale-out", world: []func(*world){roundUnderWay, scaleOut}, want: opMembership},
+		{name: "a round under way waits for a recovery", world: []func(*world){roundUnderWay, recoveryUnderWay}, want: opRecovery},
+		{name: "a round under way goes on", world: []func(*world){roundUnderWay}, want: opDefragment},
+		{name: "a round starts only while every member is healthy", world: []func(*world){fragmented, func(w *world) {
+			w.members[2].Healthy = false
+		}}, want: opNone},
+		{name: "paused: no compaction, no defragmentation", world: []func(*world){compactable, fragmented, pausedSpec}, want: opWait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,10 +74,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 }
 
 // forget drops what the reconciler keeps in memory for a cluster that is
-// going or gone: its next look, and its roll slot.
+// going or gone: its next look, its roll slot, and its revisions.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.nextLook.Delete(key)
 	r.rolls.release(key)
+	r.revisions.Delete(key)
 }
 
 // reconcileNormal puts in place what every cluster has, whatever it does
@@ -138,6 +140,9 @@ var serving = map[opKind]operation{
 	opUpgradeBackup: (*Reconciler).runUpgradeBackup,
 	opRoll:          (*Reconciler).runRoll,
 	opCheck:         (*Reconciler).runCheck,
+	opNoSpace:       (*Reconciler).runNoSpace,
+	opCompact:       (*Reconciler).runCompact,
+	opDefragment:    (*Reconciler).runDefragment,
 }
 
 // act carries out d.
@@ -152,6 +157,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope, w *world, d decision) er
 	if err := r.tidyAfterRecovery(ctx, s, w); err != nil {
 		return err
 	}
+	noteNoSpace(w, d.noSpace, metav1.Time{Time: s.now})
 	switch {
 	case d.op == opWait && w.sts == nil:
 		return nil

@@ -47,6 +47,10 @@ type Reconciler struct {
 	nextLook sync.Map // types.NamespacedName → time.Time
 	// rolls bounds the rolls that a new Tend causes (update.go).
 	rolls rollSlots
+	// revisions are each cluster's revisions over time, for compaction
+	// by retention (maintenance.go). Losing them on a restart delays the
+	// next compaction by one retention, as etcd's own compactor does.
+	revisions sync.Map // types.NamespacedName → revisionLog
 }
 
 // Members is what the controller asks of an etcd cluster; *etcd.Client
@@ -60,6 +64,9 @@ type Members interface {
 	EnableAuth(ctx context.Context, rootPassword string) error
 	SetRootPassword(ctx context.Context, password string) error
 	DisableAuth(ctx context.Context) error
+	Compact(ctx context.Context, rev int64) error
+	Defragment(ctx context.Context, endpoint string) (etcd.Defragmented, error)
+	DisarmNoSpace(ctx context.Context) (int, error)
 	Close() error
 }
 

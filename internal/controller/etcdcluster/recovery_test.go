@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -116,6 +117,13 @@ func (c *scriptedClient) SetRootPassword(_ context.Context, password string) err
 	return nil
 }
 
+func (c *scriptedClient) Compact(context.Context, int64) error {
+	return errors.New("the recovery tests compact nothing")
+}
+func (c *scriptedClient) Defragment(context.Context, string) (etcd.Defragmented, error) {
+	return etcd.Defragmented{}, errors.New("the recovery tests defragment nothing")
+}
+func (c *scriptedClient) DisarmNoSpace(context.Context) (int, error) { return 0, nil }
 func (c *scriptedClient) DisableAuth(context.Context) error {
 	c.e.mu.Lock()
 	defer c.e.mu.Unlock()

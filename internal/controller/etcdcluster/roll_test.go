@@ -38,12 +38,23 @@ type fakeCluster struct {
 	leader string
 	term   uint64
 	moves  []string // the members the leadership was moved to
+	// The storage: the revision, each member's database size and the
+	// part in use, the NOSPACE alarm; and the compactions, the
+	// defragmentations (member names, in order) and the disarms made.
+	rev          int64
+	db, inUse    map[string]int64
+	noSpace      bool
+	compactions  []int64
+	defrags      []string
+	disarms      int
+	defragFailed error
 }
 
 func (f *fakeMembers) add(c *etcdv1alpha1.EtcdCluster, leader string) *fakeCluster {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fc := &fakeCluster{c: c, up: map[string]bool{}, ver: map[string]string{}, leader: leader, term: 2}
+	fc := &fakeCluster{c: c, up: map[string]bool{}, ver: map[string]string{}, leader: leader, term: 2,
+		db: map[string]int64{}, inUse: map[string]int64{}}
 	f.clusters[memberDomain(c)] = fc
 	return fc
 }
@@ -96,6 +107,10 @@ func (c *fakeClient) Status(context.Context) ([]etcd.MemberStatus, error) {
 		if fc.up[name] {
 			s.Answered, s.Healthy, s.Leader = true, true, id(fc.leader)
 			s.RaftTerm, s.RaftIndex, s.RaftAppliedIndex, s.Version = fc.term, 100, 100, fc.ver[name]
+			s.Revision, s.DBSize, s.DBSizeInUse = fc.rev, fc.db[name], fc.inUse[name]
+			if fc.noSpace {
+				s.Errors = []string{fmt.Sprintf("memberID:%d alarm:NOSPACE ", id(name))}
+			}
 		} else {
 			s.Err = errors.New("connection refused")
 		}
@@ -117,6 +132,48 @@ func (c *fakeClient) MoveLeader(_ context.Context, to etcd.MemberID) error {
 	return fmt.Errorf("no member %s", to)
 }
 
+func (c *fakeClient) Compact(_ context.Context, rev int64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if n := len(c.fc.compactions); n > 0 && rev <= c.fc.compactions[n-1] {
+		return etcd.ErrCompacted
+	}
+	c.fc.compactions = append(c.fc.compactions, rev)
+	return nil
+}
+
+// Defragment shrinks the member's database to what is in use, unless
+// defragFailed is set.
+func (c *fakeClient) Defragment(_ context.Context, endpoint string) (etcd.Defragmented, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	fc := c.fc
+	for name := range fc.up {
+		if memberClientURL(fc.c, name) != endpoint {
+			continue
+		}
+		if fc.defragFailed != nil {
+			return etcd.Defragmented{}, fc.defragFailed
+		}
+		d := etcd.Defragmented{Before: fc.db[name], InUse: fc.inUse[name], After: fc.inUse[name], Took: 1500 * time.Millisecond}
+		fc.db[name] = fc.inUse[name]
+		fc.defrags = append(fc.defrags, name)
+		return d, nil
+	}
+	return etcd.Defragmented{}, fmt.Errorf("no member at %s", endpoint)
+}
+
+func (c *fakeClient) DisarmNoSpace(context.Context) (int, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	n := 0
+	if c.fc.noSpace {
+		c.fc.noSpace, n = false, len(c.fc.up)
+	}
+	c.fc.disarms++
+	return n, nil
+}
+
 func (c *fakeClient) AddLearner(context.Context, string) (etcd.Member, error) {
 	return etcd.Member{}, errors.New("the roll tests add no member")
 }
@@ -126,7 +183,7 @@ func (c *fakeClient) Remove(context.Context, etcd.MemberID) error {
 }
 func (c *fakeClient) EnableAuth(context.Context, string) error      { return nil }
 func (c *fakeClient) SetRootPassword(context.Context, string) error { return nil }
-func (c *fakeClient) DisableAuth(context.Context) error             { return nil }
+func (c *fakeClient) DisableAuth(context.Context) error { return nil }
 func (c *fakeClient) Close() error                                  { return nil }
 
 // statefulSetPlayer plays the StatefulSet controller and the kubelet for

@@ -56,6 +56,9 @@ type observation struct {
 	// passError is why the pass failed, if it did: what it saw may be
 	// incomplete, and the status must not say all is well.
 	passError error
+	// maintenance is the storage upkeep as the pass left it; nil when the
+	// pass did not look.
+	maintenance *etcdv1alpha1.MaintenanceStatus
 }
 
 // calculateStatus computes c's status from what a pass observed. It starts
@@ -121,6 +124,9 @@ func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time
 		if rec.restoredFrom != nil {
 			st.RestoredFrom = rec.restoredFrom
 		}
+	}
+	if obs.maintenance != nil {
+		st.Maintenance = maintenanceStatus(c, obs.maintenance)
 	}
 	setAvailable(c, obs, &st, set)
 	setProgressing(c, obs, set)
@@ -304,6 +310,8 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	case len(obs.startProblems) > 0:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonMembersCannotStart,
 			fmt.Sprintf("Member pods do not run: %s. Tend cannot fix this itself; see docs/etcdcluster.md (Runbook)", strings.Join(obs.startProblems, "; ")))
+	case maintenanceReason(c, obs) != "":
+		set(t, metav1.ConditionTrue, maintenanceReason(c, obs), maintenanceMessage(c, obs))
 	case len(alarms) > 0:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonAlarm,
 			fmt.Sprintf("etcd raised %s. NOSPACE: compact and defragment, or raise spec.options.quotaBackendBytes, then etcdctl alarm disarm; CORRUPT: see docs/etcdcluster.md", strings.Join(alarms, "; ")))

@@ -120,6 +120,27 @@ func (d deadlined) SetRootPassword(ctx context.Context, password string) error {
 	return d.m.SetRootPassword(ctx, password)
 }
 
+func (d deadlined) Compact(ctx context.Context, rev int64) error {
+	if err := bounded(ctx); err != nil {
+		return err
+	}
+	return d.m.Compact(ctx, rev)
+}
+
+func (d deadlined) Defragment(ctx context.Context, endpoint string) (etcd.Defragmented, error) {
+	if err := bounded(ctx); err != nil {
+		return etcd.Defragmented{}, err
+	}
+	return d.m.Defragment(ctx, endpoint)
+}
+
+func (d deadlined) DisarmNoSpace(ctx context.Context) (int, error) {
+	if err := bounded(ctx); err != nil {
+		return 0, err
+	}
+	return d.m.DisarmNoSpace(ctx)
+}
+
 func (d deadlined) DisableAuth(ctx context.Context) error {
 	if err := bounded(ctx); err != nil {
 		return err

@@ -57,6 +57,8 @@ type world struct {
 	// the revision their pods run.
 	upgrade upgradeState
 	roll    rollWorld
+	// maint is the storage upkeep: compaction, defragmentation, NOSPACE.
+	maint maintenanceWorld
 }
 
 // queuedRestore is the EtcdRestore that waits for its turn, and where
@@ -130,6 +132,8 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (*world, error) {
 	}
 	s.target = templateCluster(c, w.upgrade, runningImage(s.sts))
 	w.roll = observeRoll(s, w)
+	r.observeMaintenance(w)
+	s.obs.maintenance = &w.maint.status
 	return w, nil
 }
 

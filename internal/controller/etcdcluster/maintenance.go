@@ -1,0 +1,156 @@
+package etcdcluster
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/etcd"
+)
+
+// maintenanceWorld is the storage upkeep as a pass sees it.
+type maintenanceWorld struct {
+	compaction compaction
+	// samples are the revisions recorded over time; current is the
+	// cluster's revision now.
+	samples []revisionSample
+	current int64
+	// floor is a revision that history must be kept from (0: none): the
+	// hook for what needs the history later, such as an archive that has
+	// not read it yet.
+	floor  int64
+	defrag defragSettings
+	// request is the etcd.tend.dev/defragment annotation.
+	request string
+	// alarm: etcd raised NOSPACE.
+	alarm bool
+	// status is the last status of the upkeep (never nil).
+	status etcdv1alpha1.MaintenanceStatus
+}
+
+// revisionLog is one cluster's revisions over time, in memory.
+type revisionLog struct {
+	uid     types.UID
+	samples []revisionSample
+}
+
+// observeMaintenance reads the upkeep's settings and state, and records
+// the cluster's revision for compaction by retention.
+func (r *Reconciler) observeMaintenance(w *world) {
+	c := w.cluster
+	statuses := make([]etcd.MemberStatus, len(w.members))
+	for i, m := range w.members {
+		statuses[i] = m.MemberStatus
+	}
+	m := maintenanceWorld{
+		compaction: compactionOf(c), current: clusterRevision(w.members), defrag: defragOf(c, w.now()),
+		request: c.Annotations[etcdv1alpha1.AnnotationDefragment], alarm: etcd.NoSpace(statuses),
+	}
+	if st := c.Status.Maintenance; st != nil {
+		m.status = *st.DeepCopy()
+	}
+	key := client.ObjectKeyFromObject(c)
+	var log revisionLog
+	if v, ok := r.revisions.Load(key); ok {
+		log = v.(revisionLog)
+	}
+	if log.uid != c.UID {
+		log = revisionLog{uid: c.UID}
+	}
+	if m.compaction.retention > 0 && m.current > 0 {
+		log.samples = recordRevision(log.samples, m.compaction, w.now(), m.current)
+		r.revisions.Store(key, log)
+	}
+	m.samples = log.samples
+	w.maint = m
+}
+
+// compactionInputOf is what planCompaction decides on.
+func compactionInputOf(w *world) compactionInput {
+	m := w.maint
+	in := compactionInput{policy: m.compaction, samples: m.samples, current: m.current, floor: m.floor, now: w.now()}
+	if st := m.status.Compaction; st != nil {
+		in.compacted = st.Revision
+		if st.Time != nil {
+			in.compactedTime = st.Time.Time
+		}
+	}
+	return in
+}
+
+// defragInputOf is what planDefrag decides on; noSpace is the stage of a
+// NOSPACE recovery that asks for a round, or "".
+func defragInputOf(w *world, noSpace string) defragInput {
+	return defragInput{settings: w.maint.defrag, round: w.maint.status.Defragmentation, request: w.maint.request,
+		noSpace: noSpace, members: w.members, created: w.cluster.CreationTimestamp.Time, now: w.now()}
+}
+
+// noSpaceInputOf is what planNoSpace decides on.
+func noSpaceInputOf(w *world) noSpaceInput {
+	m := w.maint
+	in := noSpaceInput{alarm: m.alarm, policy: w.cluster.Spec.Maintenance.NoSpace, status: m.status.NoSpace,
+		round: m.status.Defragmentation, current: m.current, mayCompactAll: m.compaction.by != compactedByNone, quota: quotaOf(w.cluster)}
+	if m.floor > 0 {
+		in.current = min(in.current, m.floor)
+	}
+	in.largest = largestDB(w.members)
+	retention := compactionInputOf(w)
+	if rev := compactionTarget(retention); rev > retention.compacted {
+		in.retention = rev
+	}
+	return in
+}
+
+// noSpaceDue plans the NOSPACE recovery. It is chosen while it acts
+// (compact, defragment, disarm, end); one that waits for a person (Manual,
+// or the data is too large) is reported, and the choice goes on: the roll
+// that raises the quota must not wait for it.
+func noSpaceDue(w *world, d *decision) bool {
+	if w.maint.status.NoSpace == nil && !w.maint.alarm {
+		return false
+	}
+	d.noSpace = planNoSpace(noSpaceInputOf(w))
+	switch d.noSpace.kind {
+	case noSpaceDefrag:
+		d.defrag = planDefrag(defragInputOf(w, d.noSpace.stage))
+		return w.healthyQuorum
+	case noSpaceCompact, noSpaceDisarm:
+		return w.healthyQuorum
+	case noSpaceDone:
+		return true
+	}
+	return false
+}
+
+// compactDue tells whether the history may be compacted now.
+func compactDue(w *world, d *decision) bool {
+	if !w.healthyQuorum {
+		return false
+	}
+	rev, ok := planCompaction(compactionInputOf(w))
+	d.compact = rev
+	return ok
+}
+
+// defragDue tells whether a defragmentation round goes on, or one starts:
+// a round starts only while every member is healthy.
+func defragDue(w *world, d *decision) bool {
+	d.defrag = planDefrag(defragInputOf(w, ""))
+	switch d.defrag.kind {
+	case defragNone:
+		return false
+	case defragStart:
+		return allHealthy(w.members)
+	}
+	return true
+}
+
+// allHealthy tells whether every member is healthy.
+func allHealthy(members []memberView) bool {
+	for _, m := range members {
+		if !m.Healthy {
+			return false
+		}
+	}
+	return len(members) > 0
+}

@@ -100,7 +100,7 @@ func (c *Client) DisarmNoSpace(ctx context.Context) (int, error) {
 func NoSpace(statuses []MemberStatus) bool {
 	for _, s := range statuses {
 		for _, e := range s.Errors {
-			if hasNoSpace(e) {
+			if IsNoSpaceAlarm(e) {
 				return true
 			}
 		}
@@ -108,6 +108,6 @@ func NoSpace(statuses []MemberStatus) bool {
 	return false
 }
 
-// hasNoSpace tells whether one of a member's Errors is a NOSPACE alarm
-// ("memberID:… alarm:NOSPACE").
-func hasNoSpace(e string) bool { return strings.Contains(e, "alarm:"+pb.AlarmType_NOSPACE.String()) }
+// IsNoSpaceAlarm tells whether one of a member's Errors is a NOSPACE
+// alarm ("memberID:… alarm:NOSPACE").
+func IsNoSpaceAlarm(e string) bool { return strings.Contains(e, "alarm:"+pb.AlarmType_NOSPACE.String()) }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,4 +85,11 @@ func TestPausePatch(t *testing.T) {
 	g.Expect(string(patch)).To(Equal(`{"metadata":{"annotations":{"tend.dev/paused":null}}}`))
 	g.Expect(done).To(BeFalse())
 	g.Expect(appsv1alpha1.AnnotationPaused).To(Equal(sqsv1alpha1.AnnotationPaused), "one key for both kinds")
+}
+
+func TestDefragPatch(t *testing.T) {
+	g := NewWithT(t)
+	request, patch := DefragPatch(time.Date(2026, 11, 27, 12, 0, 0, 5, time.UTC))
+	g.Expect(request).To(Equal("2026-11-27T12:00:00.000000005Z"))
+	g.Expect(string(patch)).To(Equal(`{"metadata":{"annotations":{"etcd.tend.dev/defragment":"2026-11-27T12:00:00.000000005Z"}}}`))
 }

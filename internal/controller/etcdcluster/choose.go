@@ -89,11 +89,11 @@ var precedence = []rule{
 	{opQuorumLoss, "the quorum is lost and the guard allows a recovery", quorumLost},
 	{opMembership, "the membership differs from the spec", membershipStep},
 	{opNoSpace, "etcd raised NOSPACE, or its recovery ends", noSpaceDue},
+	{opCompact, "the history older than the retention may go", compactDue},
+	{opDefragment, "a defragmentation round runs, or one is due", defragDue},
 	{opUpgradeBackup, "a minor upgrade waits for its path check or backup", func(w *world, _ *decision) bool { return w.upgrade.hold() }},
 	{opRoll, "a member runs another revision", rollStep},
 	{opCheck, "every member runs the revision; the roll is not checked", rollChecked},
-	{opCompact, "the history older than the retention may go", compactDue},
-	{opDefragment, "a defragmentation round runs, or one is due", defragDue},
 }
 
 // next chooses the pass's one operation from the world: the first row of

@@ -209,6 +209,9 @@ func TestNext(t *testing.T) {
 		{name: "a defragmentation never runs beside a roll", world: []func(*world){outdated, fragmented}, want: opRoll},
 		{name: "a defragmentation never runs beside the roll's check", world: []func(*world){rolledUnchecked, fragmented}, want: opCheck},
 		{name: "a round under way waits for a scale-out", world: []func(*world){roundUnderWay, scaleOut}, want: opMembership},
+		{name: "a round under way ends before a roll starts", world: []func(*world){roundUnderWay, outdated}, want: opDefragment},
+		{name: "a round under way ends before an upgrade's backup", world: []func(*world){roundUnderWay, upgradeHeld}, want: opDefragment},
+		{name: "a compaction waits for an upgrade's backup", world: []func(*world){compactable, upgradeHeld}, want: opUpgradeBackup},
 		{name: "a round under way waits for a recovery", world: []func(*world){roundUnderWay, recoveryUnderWay}, want: opRecovery},
 		{name: "a round under way goes on", world: []func(*world){roundUnderWay}, want: opDefragment},
 		{name: "a round starts only while every member is healthy", world: []func(*world){fragmented, func(w *world) {

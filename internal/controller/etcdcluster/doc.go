@@ -27,6 +27,14 @@
 //	Wait           no member answered; spec.paused
 //	QuorumLoss     the quorum is lost and the guard allows        op_quorum_loss.go
 //	Membership     replace, add a learner, promote, move, remove  op_membership.go
+//	NoSpace        etcd raised NOSPACE (Auto): compact, defrag,   op_no_space.go
+//	               disarm; one that waits for a person is only
+//	               reported, so the roll that raises the quota goes on
+//	Compact        history older than the retention may go (no    op_compact.go
+//	               roll due or under way)
+//	Defragment     a round runs (it ends before a roll starts),   op_defragment.go
+//	               or one is asked, scheduled or due by
+//	               fragmentation and no roll is; one member a pass
 //	UpgradeBackup  a minor upgrade waits for its backup           op_upgrade_backup.go
 //	Roll           a member's pod runs another revision           op_roll.go
 //	Check          the roll's check Job                           op_check.go
@@ -45,12 +53,14 @@
 //  0. names and pure builders: names.go, version.go, builders.go, job.go,
 //     pki.go, metrics.go, readiness.go
 //  1. pure decisions and the status: plan.go (membership), roll_plan.go,
-//     recovery_plan.go (the quorum-loss guard), backups.go, status.go
+//     recovery_plan.go (the quorum-loss guard), maintenance_plan.go
+//     (compaction, defragmentation, NOSPACE), backups.go, status.go,
+//     maintenance_status.go
 //  2. the reconciler's reads and objects: reconciler.go (Reconciler,
 //     scope), owned.go, jobs.go, connect.go, volumes.go, members.go,
 //     startup.go, upgrade.go, roll_adopt.go, secrets.go, objects.go,
 //     connection.go, restore.go, restore_source.go, restore_volumes.go
-//  3. observe and choose: world.go, choose.go
+//  3. observe and choose: world.go, maintenance.go, choose.go
 //  4. the operations: op_*.go, serve.go, update.go, recover_survivor.go
 //  5. the pass and its wiring: reconcile.go, controller.go
 //

@@ -122,9 +122,10 @@ func noSpaceDue(w *world, d *decision) bool {
 	return false
 }
 
-// compactDue tells whether the history may be compacted now.
+// compactDue tells whether the history may be compacted now: not while a
+// roll is due or under way.
 func compactDue(w *world, d *decision) bool {
-	if !w.healthyQuorum {
+	if !w.healthyQuorum || rolling(w) {
 		return false
 	}
 	rev, ok := planCompaction(compactionInputOf(w))
@@ -132,15 +133,16 @@ func compactDue(w *world, d *decision) bool {
 	return ok
 }
 
-// defragDue tells whether a defragmentation round goes on, or one starts:
-// a round starts only while every member is healthy.
+// defragDue tells whether a defragmentation round goes on, or one starts.
+// A round starts only while every member is healthy and no roll is due or
+// under way; a round under way ends before a roll starts.
 func defragDue(w *world, d *decision) bool {
 	d.defrag = planDefrag(defragInputOf(w, ""))
 	switch d.defrag.kind {
 	case defragNone:
 		return false
 	case defragStart:
-		return allHealthy(w.members)
+		return allHealthy(w.members) && !rolling(w)
 	}
 	return true
 }

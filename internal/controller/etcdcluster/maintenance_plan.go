@@ -361,26 +361,29 @@ func continueRound(in defragInput) defragStep {
 	if len(in.members) == 1 {
 		return defragStep{kind: defragMember, member: leader} // nobody to hand the leadership
 	}
-	return defragStep{kind: defragMove, member: leader, to: transferee(in.members, leader, done)}
+	return defragStep{kind: defragMove, member: leader, to: transferee(in.members, leader, r.Results)}
 }
 
 // transferee is who takes the leadership from leader before its
-// defragmentation: a voter the round already did (the most recent), else
-// any other voter.
-func transferee(members []memberView, leader memberView, done map[string]bool) memberView {
-	var any memberView
+// defragmentation: the voter the round did last, else any other voter.
+func transferee(members []memberView, leader memberView, results []etcdv1alpha1.DefragmentationResult) memberView {
+	var voters []memberView
 	for _, m := range members {
-		if m.ID == leader.ID || m.IsLearner {
-			continue
-		}
-		if done[m.Name] {
-			return m
-		}
-		if any.ID == 0 {
-			any = m
+		if m.ID != leader.ID && !m.IsLearner {
+			voters = append(voters, m)
 		}
 	}
-	return any
+	for i := len(results) - 1; i >= 0; i-- {
+		for _, m := range voters {
+			if m.Name == results[i].Member {
+				return m
+			}
+		}
+	}
+	if len(voters) == 0 {
+		return memberView{}
+	}
+	return voters[0]
 }
 
 // noSpaceKind is one step of a NOSPACE recovery.

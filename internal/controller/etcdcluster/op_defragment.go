@@ -62,6 +62,7 @@ func (r *Reconciler) defragStep(ctx context.Context, s *scope, w *world, step de
 		}
 		r.event(c, corev1.EventTypeNormal, "DefragmentationCompleted", "Defragment", "Defragmented %d members: %s before, %s after",
 			len(round.Results), bytesOf(before), bytesOf(after))
+		s.requeueAfter(requeueStep) // a NOSPACE recovery goes on with its disarm
 	}
 	return nil
 }

@@ -3,11 +3,13 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/etcd"
 )
 
 // runNoSpace takes one step of the recovery from a NOSPACE alarm:
@@ -44,6 +46,10 @@ func (r *Reconciler) runNoSpace(ctx context.Context, s *scope, w *world, d decis
 		r.event(c, corev1.EventTypeNormal, "NoSpaceCleared", "RecoverSpace", "Disarmed NOSPACE: the largest database is %s of the %s quota; the cluster takes writes again",
 			bytesOf(largestDB(w.members)), bytesOf(quotaOf(c)))
 		st.NoSpace = nil
+		for i := range w.members { // as the members report it from now on
+			w.members[i].Errors = slices.DeleteFunc(slices.Clone(w.members[i].Errors), etcd.IsNoSpaceAlarm)
+		}
+		s.requeueAfter(requeueStep)
 	case noSpaceDone:
 		r.event(c, corev1.EventTypeNormal, "NoSpaceCleared", "RecoverSpace", "The NOSPACE alarm is gone")
 		st.NoSpace = nil

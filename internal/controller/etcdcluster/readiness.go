@@ -25,6 +25,8 @@ var needsAPerson = []string{
 	etcdv1alpha1.ReasonUpdateStalled,
 	etcdv1alpha1.ReasonUpdateCheckFailed,
 	etcdv1alpha1.ReasonObjectNotOurs,
+	etcdv1alpha1.ReasonNoSpaceTooLarge,
+	etcdv1alpha1.ReasonDefragmentationStalled,
 }
 
 // readinessOf is the verdict of the Ready, Reconciling and Stalled

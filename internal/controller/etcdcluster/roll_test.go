@@ -103,7 +103,7 @@ func (c *fakeClient) Status(context.Context) ([]etcd.MemberStatus, error) {
 	for i := range int(replicas(fc.c)) {
 		name := memberName(fc.c, i)
 		s := etcd.MemberStatus{Member: etcd.Member{ID: id(name), Name: name,
-			PeerURLs: []string{peerURL(fc.c, name)}, ClientURLs: []string{memberClientURL(fc.c, name)}}}
+			PeerURLs: []string{peerURL(fc.c, name)}, ClientURLs: []string{memberClientURL(fc.c, name)}}, Endpoint: memberClientURL(fc.c, name)}
 		if fc.up[name] {
 			s.Answered, s.Healthy, s.Leader = true, true, id(fc.leader)
 			s.RaftTerm, s.RaftIndex, s.RaftAppliedIndex, s.Version = fc.term, 100, 100, fc.ver[name]

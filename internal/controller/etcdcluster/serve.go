@@ -44,8 +44,8 @@ func (r *Reconciler) serve(ctx context.Context, s *scope, w *world, d decision, 
 		}
 	}
 	s.obs.step = d.step
-	if d.op == opNone || d.op == opCompact || d.op == opDefragment {
-		s.obs.roll = &rollObservation{finished: true} // no roll is due (choose.go)
+	if !rolling(w) && (d.op == opNone || d.op == opCompact || d.op == opDefragment) {
+		s.obs.roll = &rollObservation{finished: true}
 	}
 	if op != nil {
 		if err := op(r, ctx, s, w, d); err != nil {

@@ -1,0 +1,201 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+)
+
+// The storage upkeep of an EtcdCluster on the real node: compaction by
+// Tend, a defragmentation by threshold that takes one member at a time
+// under a writer, and the recovery from NOSPACE.
+
+// maintenanceTimeout bounds a compaction and a defragmentation round of
+// three members on this node, passes of 30s apart included.
+const maintenanceTimeout = 5 * time.Minute
+
+// A 3-member cluster keeps its last 1000 revisions; filled with history
+// and compacted by Tend, its members pass the fragmentation threshold, and
+// Tend defragments them one at a time, the leader last after one planned
+// leadership move: the raft term rises by exactly one (no election), each
+// database shrinks, every acknowledged write is read back and the members
+// hash the key space alike.
+func TestEtcdClusterDefragmentation(t *testing.T) {
+	t.Parallel()
+	e := newRollTest(t, "defrag", cluster.Settings.EtcdVersion, func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Maintenance.Compaction = &etcdv1alpha1.Compaction{Revisions: ptr.To[int64](1000)}
+		s.Maintenance.Defragmentation = &etcdv1alpha1.Defragmentation{MinimumSize: resource.NewQuantity(8<<20, resource.BinarySI)}
+	})
+	before := e.waitReady(t, 3)
+	leader := before.Status.Leader
+	w := e.startLiveWriter(t)
+	cli := cluster.EtcdClient(t, e.clientTLS(t), e.hosts(t), e.serviceEndpoint())
+	rev := fillHistory(t, cli, 4, 24<<20)
+	termBefore := e.raftTerm(t)
+	t.Logf("Wrote 24 MiB of history up to revision %d; leader %s, raft term %d", rev, leader, termBefore)
+
+	var round *etcdv1alpha1.DefragmentationStatus
+	cluster.WaitFor(t, maintenanceTimeout, "a compaction, then a defragmentation round of every member", func(ctx context.Context) (bool, error) {
+		ec, err := e.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		m := ec.Status.Maintenance
+		if m == nil || m.Compaction == nil || m.Compaction.Revision < rev-1000 {
+			return false, fmt.Errorf("status.maintenance.compaction is %+v", m)
+		}
+		if round = m.Defragmentation; round == nil || round.Phase != etcdv1alpha1.DefragmentationCompleted {
+			return false, fmt.Errorf("status.maintenance.defragmentation is %+v", round)
+		}
+		return true, nil
+	})
+	if round.Cause != etcdv1alpha1.DefragmentationThreshold {
+		t.Errorf("the round's cause is %s, want Threshold", round.Cause)
+	}
+	if len(round.Results) != 3 || round.Members[2] != leader {
+		t.Errorf("the round took %v (results %d), want the three members with the leader %s last", round.Members, len(round.Results), leader)
+	}
+	for _, r := range round.Results {
+		t.Logf("Defragmented %s: %s -> %s in %s", r.Member, r.Before.String(), r.After.String(), r.Duration.Duration)
+		if r.After.Value()*2 > r.Before.Value() {
+			t.Errorf("member %s went from %s to %s, want less than half", r.Member, r.Before.String(), r.After.String())
+		}
+	}
+	if termAfter := e.raftTerm(t); termAfter-termBefore != 1 {
+		t.Errorf("the raft term rose by %d during the round, want exactly 1: the one MoveLeader, and no election", termAfter-termBefore)
+	}
+	e.waitEvents(t, "Compacted", "DefragmentationStarted", "Defragmented", "LeaderMoved", "DefragmentationCompleted")
+
+	acked := e.stopWriter(t, w)
+	e.checkAcked(t, acked)
+	e.checkSameData(t)
+}
+
+// A 1-member cluster with a 16 MiB quota is filled until etcd raises
+// NOSPACE. With spec.maintenance.noSpace Manual, Tend says what to do and
+// disarms nothing; set to Auto, it compacts (to the current revision, as
+// nothing is an hour old), defragments and disarms, and the cluster takes
+// writes again with every key's latest value kept.
+func TestEtcdClusterNoSpace(t *testing.T) {
+	t.Parallel()
+	e := newRollTest(t, "full", cluster.Settings.EtcdVersion, func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Replicas = ptr.To[int32](1)
+		s.Options.QuotaBackendBytes = resource.NewQuantity(16<<20, resource.BinarySI)
+		s.Maintenance.NoSpace = etcdv1alpha1.NoSpaceManual
+	})
+	e.waitReady(t, 1)
+	cli := cluster.EtcdClient(t, e.clientTLS(t), e.hosts(t), e.serviceEndpoint())
+	latest := fillUntilNoSpace(t, cli)
+	t.Logf("etcd raised NOSPACE after %d keys were written", len(latest))
+
+	e.waitDegraded(t, etcdv1alpha1.ReasonAlarm, "spec.maintenance.noSpace is Manual")
+	if _, err := put(t, cli, "refused", "x"); !errors.Is(err, rpctypes.ErrNoSpace) {
+		t.Fatalf("a write while Manual waits: %v, want NOSPACE", err)
+	}
+
+	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Maintenance.NoSpace = etcdv1alpha1.NoSpaceAuto })
+	start := time.Now()
+	cluster.WaitFor(t, maintenanceTimeout, "the NOSPACE recovery", func(ctx context.Context) (bool, error) {
+		ec, err := e.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		if m := ec.Status.Maintenance; m == nil || m.NoSpace != nil {
+			return false, fmt.Errorf("status.maintenance is %+v", m)
+		}
+		if d := meta.FindStatusCondition(ec.Status.Conditions, etcdv1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
+			return false, fmt.Errorf("Degraded is %+v", d)
+		}
+		_, err = put(t, cli, "after", "recovered")
+		return err == nil, err
+	})
+	t.Logf("Writes accepted %s after noSpace was set to Auto", time.Since(start).Round(time.Second))
+	e.waitEvents(t, etcdv1alpha1.ReasonNoSpace, "Compacted", "Defragmented", "NoSpaceCleared")
+	for key, value := range latest {
+		ctx, cancel := context.WithTimeout(t.Context(), etcdCallTimeout)
+		resp, err := cli.Get(ctx, key)
+		cancel()
+		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != value {
+			t.Errorf("key %s after the recovery: %v %v, want its last value", key, resp, err)
+		}
+	}
+}
+
+// fillHistory writes size bytes, rounds times over the same keys, and
+// returns the revision of the last write: all but the last round are
+// history that a compaction frees.
+func fillHistory(t *testing.T, cli *clientv3.Client, rounds, size int) int64 {
+	t.Helper()
+	value := strings.Repeat("h", 16<<10)
+	keys := size / rounds / len(value)
+	var rev int64
+	for r := range rounds {
+		for k := range keys {
+			resp, err := put(t, cli, fmt.Sprintf("history/%04d", k), value[r:])
+			if err != nil {
+				t.Fatalf("filling the history: %v", err)
+			}
+			rev = resp.Header.Revision
+		}
+	}
+	return rev
+}
+
+// fillUntilNoSpace overwrites a few keys until etcd refuses with NOSPACE,
+// and returns each key's last acknowledged value.
+func fillUntilNoSpace(t *testing.T, cli *clientv3.Client) map[string]string {
+	t.Helper()
+	latest := map[string]string{}
+	for i := 0; ; i++ {
+		if i == 2000 {
+			t.Fatal("2000 writes of 64 KiB and no NOSPACE")
+		}
+		key, value := fmt.Sprintf("full/%d", i%8), fmt.Sprintf("%06d", i)+strings.Repeat("f", 64<<10)
+		_, err := put(t, cli, key, value)
+		if errors.Is(err, rpctypes.ErrNoSpace) {
+			return latest
+		}
+		if err != nil {
+			t.Fatalf("filling: %v", err)
+		}
+		latest[key] = value
+	}
+}
+
+// put writes key through cli within the call timeout.
+func put(t *testing.T, cli *clientv3.Client, key, value string) (*clientv3.PutResponse, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), etcdCallTimeout)
+	defer cancel()
+	return cli.Put(ctx, key, value)
+}
+
+// waitDegraded waits until Degraded is True with reason, its message
+// containing text.
+func (e *etcdTest) waitDegraded(t *testing.T, reason, text string) {
+	t.Helper()
+	cluster.WaitFor(t, 2*time.Minute, fmt.Sprintf("Degraded %s saying %q", reason, text), func(ctx context.Context) (bool, error) {
+		ec, err := e.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		d := meta.FindStatusCondition(ec.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+		if d == nil || d.Status != metav1.ConditionTrue || d.Reason != reason || !strings.Contains(d.Message, text) {
+			return false, fmt.Errorf("Degraded is %+v", d)
+		}
+		return true, nil
+	})
+}

@@ -110,4 +110,6 @@ func NoSpace(statuses []MemberStatus) bool {
 
 // IsNoSpaceAlarm tells whether one of a member's Errors is a NOSPACE
 // alarm ("memberID:… alarm:NOSPACE").
-func IsNoSpaceAlarm(e string) bool { return strings.Contains(e, "alarm:"+pb.AlarmType_NOSPACE.String()) }
+func IsNoSpaceAlarm(e string) bool {
+	return strings.Contains(e, "alarm:"+pb.AlarmType_NOSPACE.String())
+}

@@ -101,6 +101,37 @@ func TestValidationOnCreate(t *testing.T) {
 		}, wantErr: "spec.memberReplacement.unhealthyFor must be at least 10s"},
 		{name: "unknown replacement policy", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.MemberReplacement.Policy = "Sometimes" },
 			wantErr: `supported values: "Auto", "Manual"`},
+		{name: "compaction by retention", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Compaction = &etcdv1alpha1.Compaction{Retention: &metav1.Duration{Duration: 2 * time.Hour}}
+		}},
+		{name: "compaction by revisions and retention", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Compaction = &etcdv1alpha1.Compaction{Retention: &metav1.Duration{Duration: time.Hour}, Revisions: ptr.To[int64](5000)}
+		}, wantErr: "set spec.maintenance.compaction.retention or revisions, not both"},
+		{name: "compaction retention too short", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Compaction = &etcdv1alpha1.Compaction{Retention: &metav1.Duration{Duration: 30 * time.Second}}
+		}, wantErr: "spec.maintenance.compaction.retention is at least 1m"},
+		{name: "too few revisions kept", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Compaction = &etcdv1alpha1.Compaction{Revisions: ptr.To[int64](10)}
+		}, wantErr: "spec.maintenance.compaction.revisions in body should be greater than or equal to 1000"},
+		{name: "compaction disabled with a retention", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Compaction = &etcdv1alpha1.Compaction{Policy: etcdv1alpha1.CompactionDisabled, Retention: &metav1.Duration{Duration: time.Hour}}
+		}, wantErr: "policy Disabled takes no retention or revisions"},
+		{name: "two compactors", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Compaction = &etcdv1alpha1.Compaction{Retention: &metav1.Duration{Duration: time.Hour}}
+			s.Options.AutoCompactionMode = "periodic"
+		}, wantErr: "spec.maintenance.compaction and spec.options.autoCompactionMode both compact the history"},
+		{name: "etcd's compactor alone", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Options.AutoCompactionMode = "periodic" }},
+		{name: "a defragmentation schedule", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Defragmentation = &etcdv1alpha1.Defragmentation{Schedule: "0 3 * * SUN"}
+		}},
+		{name: "a defragmentation schedule that is no cron line", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Defragmentation = &etcdv1alpha1.Defragmentation{Schedule: "every sunday"}
+		}, wantErr: "the schedule must be five fields"},
+		{name: "a fragmentation threshold of 100%", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Maintenance.Defragmentation = &etcdv1alpha1.Defragmentation{FragmentationPercent: ptr.To[int32](100)}
+		}, wantErr: "spec.maintenance.defragmentation.fragmentationPercent in body should be less than or equal to 99"},
+		{name: "an unknown NOSPACE policy", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Maintenance.NoSpace = "Sometimes" },
+			wantErr: `supported values: "Auto", "Manual"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

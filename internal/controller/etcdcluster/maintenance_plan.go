@@ -214,12 +214,12 @@ func (s defragSettings) fragmented(m memberView) bool {
 type defragKind int
 
 const (
-	defragNone     defragKind = iota // nothing to do
-	defragWait                       // a round runs but may not go on now; why says why
-	defragStart                      // start a round of members, for cause
-	defragMove                       // move the leadership to member `to` first
-	defragMember                     // defragment member
-	defragFinish                     // every member of the round is done
+	defragNone   defragKind = iota // nothing to do
+	defragWait                     // a round runs but may not go on now; why says why
+	defragStart                    // start a round of members, for cause
+	defragMove                     // move the leadership to member `to` first
+	defragMember                   // defragment member
+	defragFinish                   // every member of the round is done
 )
 
 // defragStep is planDefrag's answer.

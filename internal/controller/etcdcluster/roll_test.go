@@ -183,7 +183,7 @@ func (c *fakeClient) Remove(context.Context, etcd.MemberID) error {
 }
 func (c *fakeClient) EnableAuth(context.Context, string) error      { return nil }
 func (c *fakeClient) SetRootPassword(context.Context, string) error { return nil }
-func (c *fakeClient) DisableAuth(context.Context) error { return nil }
+func (c *fakeClient) DisableAuth(context.Context) error             { return nil }
 func (c *fakeClient) Close() error                                  { return nil }
 
 // statefulSetPlayer plays the StatefulSet controller and the kubelet for

@@ -214,6 +214,7 @@ func TestNext(t *testing.T) {
 		{name: "a compaction waits for an upgrade's backup", world: []func(*world){compactable, upgradeHeld}, want: opUpgradeBackup},
 		{name: "a round under way waits for a recovery", world: []func(*world){roundUnderWay, recoveryUnderWay}, want: opRecovery},
 		{name: "a round under way goes on", world: []func(*world){roundUnderWay}, want: opDefragment},
+		{name: "a round under way goes on before a compaction", world: []func(*world){roundUnderWay, compactable}, want: opDefragment},
 		{name: "a round starts only while every member is healthy", world: []func(*world){fragmented, func(w *world) {
 			w.members[2].Healthy = false
 		}}, want: opNone},

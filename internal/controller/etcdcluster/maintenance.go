@@ -123,9 +123,10 @@ func noSpaceDue(w *world, d *decision) bool {
 }
 
 // compactDue tells whether the history may be compacted now: not while a
-// roll is due or under way.
+// roll is due or under way, nor between the steps of a defragmentation
+// round.
 func compactDue(w *world, d *decision) bool {
-	if !w.healthyQuorum || rolling(w) {
+	if r := w.maint.status.Defragmentation; !w.healthyQuorum || rolling(w) || (r != nil && r.Phase == etcdv1alpha1.DefragmentationRunning) {
 		return false
 	}
 	rev, ok := planCompaction(compactionInputOf(w))

@@ -121,20 +121,26 @@ type compactionInput struct {
 	now   time.Time
 }
 
+// revisionCompactionEvery is how often a count of revisions is compacted,
+// as etcd's revision compactor does.
+const revisionCompactionEvery = 5 * time.Minute
+
 // planCompaction is the revision to compact to now, or false: the
 // policy's target (compactionTarget), with a retention at most once per
 // retention or hour, whichever is shorter (as etcd's periodic compactor),
-// with a count of revisions once the target moved by a tenth of the count
-// (so that a busy cluster is not compacted every pass).
+// with a count of revisions at most every five minutes and once the target
+// moved by a tenth of the count. A busy cluster is not compacted every
+// pass: the other operations get their turn.
 func planCompaction(in compactionInput) (int64, bool) {
+	since := in.now.Sub(in.compactedTime)
 	switch p := in.policy; {
 	case p.by != compactedByTend:
 		return 0, false
 	case p.revisions > 0:
-		if in.current-p.revisions-in.compacted < max(p.revisions/10, 1) {
+		if in.current-p.revisions-in.compacted < max(p.revisions/10, 1) || (!in.compactedTime.IsZero() && since < revisionCompactionEvery) {
 			return 0, false
 		}
-	case !in.compactedTime.IsZero() && in.now.Sub(in.compactedTime) < min(p.retention, time.Hour):
+	case !in.compactedTime.IsZero() && since < min(p.retention, time.Hour):
 		return 0, false
 	}
 	target := compactionTarget(in)

@@ -211,6 +211,7 @@ func EtcdClusterStatus(c *etcdv1alpha1.EtcdCluster, pods []corev1.Pod, backups [
 		st.Facts = append(st.Facts, Fact{"Last recovery", fmt.Sprintf("%s, %s", st.Recovery.Kind, st.Recovery.CompletedAt.UTC().Format(time.RFC3339))})
 		st.Recovery = nil
 	}
+	st.Facts = append(st.Facts, maintenanceFacts(c.Status.Maintenance)...)
 	for _, cert := range c.Status.Certificates {
 		st.Certificates = append(st.Certificates, CertificateStatus(cert))
 	}
@@ -218,6 +219,37 @@ func EtcdClusterStatus(c *etcdv1alpha1.EtcdCluster, pods []corev1.Pod, backups [
 	st.Conditions = conditionsOf(c.Status.Conditions)
 	st.Warnings = eventsOf(warnings)
 	return st
+}
+
+// maintenanceFacts says how the storage is kept: who compacts and the last
+// compaction, the defragmentation round under way or the last, and a
+// NOSPACE recovery.
+func maintenanceFacts(m *etcdv1alpha1.MaintenanceStatus) []Fact {
+	if m == nil {
+		return nil
+	}
+	var facts []Fact
+	if c := m.Compaction; c != nil {
+		what := "by " + c.By
+		if c.Retention != "" {
+			what += ", keeping " + c.Retention
+		}
+		if c.Time != nil {
+			what += fmt.Sprintf("; last to revision %d at %s", c.Revision, c.Time.UTC().Format(time.RFC3339))
+		}
+		facts = append(facts, Fact{"Compaction", what})
+	}
+	if d := m.Defragmentation; d != nil {
+		what := fmt.Sprintf("%s (%s), %d of %d members", d.Phase, d.Cause, len(d.Results), len(d.Members))
+		if d.Message != "" {
+			what += ": " + d.Message
+		}
+		facts = append(facts, Fact{"Defragmentation", what})
+	}
+	if n := m.NoSpace; n != nil {
+		facts = append(facts, Fact{"NOSPACE", fmt.Sprintf("since %s, %s: %s", n.Since.UTC().Format(time.RFC3339), n.Stage, n.Message)})
+	}
+	return facts
 }
 
 // backupsOf lists the newest backups first.

@@ -156,3 +156,20 @@ func TestQueueStatus(t *testing.T) {
 		{"Queue name", "orders.fifo"}, {"URL", "http://sqs/1/orders.fifo"}, {"ARN", "arn:aws:sqs:r:1:orders.fifo"}, {"FIFO", "true"}, {"Last synced", "2026-11-25T03:00:00Z"},
 	}))
 }
+
+func TestMaintenanceFacts(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(maintenanceFacts(nil)).To(BeEmpty())
+	at := metav1.NewTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	facts := maintenanceFacts(&etcdv1alpha1.MaintenanceStatus{
+		Compaction: &etcdv1alpha1.CompactionStatus{By: "Tend", Retention: "1h0m0s", Revision: 4000, Time: &at},
+		Defragmentation: &etcdv1alpha1.DefragmentationStatus{Cause: etcdv1alpha1.DefragmentationRequested, Phase: etcdv1alpha1.DefragmentationRunning,
+			Members: []string{"kv-0", "kv-2", "kv-1"}, Results: []etcdv1alpha1.DefragmentationResult{{Member: "kv-0"}}},
+		NoSpace: &etcdv1alpha1.NoSpaceStatus{Since: at, Stage: etcdv1alpha1.NoSpaceRetention, Message: "defragmenting every member"},
+	})
+	g.Expect(facts).To(Equal([]Fact{
+		{"Compaction", "by Tend, keeping 1h0m0s; last to revision 4000 at 2026-11-27T12:00:00Z"},
+		{"Defragmentation", "Running (Requested), 1 of 3 members"},
+		{"NOSPACE", "since 2026-11-27T12:00:00Z, Retention: defragmenting every member"},
+	}))
+}

@@ -18,7 +18,7 @@ type row struct {
 	Scenario   string
 	Runs       int
 	Kills      int
-	Duplicates int // PodSet: the most pods seen above the spec at any moment; roll: member pods re-created more than once; backup: snapshot Jobs made more than once
+	Duplicates int // PodSet: the most pods seen above the spec at any moment; roll: member pods re-created more than once; backup: snapshot Jobs made more than once; defragmentation: members defragmented at the same time
 	Orphans    int // pods without a controller, or volumes of no member
 	Acked      int // acknowledged etcd writes
 	Lost       int // acknowledged etcd writes that did not read back

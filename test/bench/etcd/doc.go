@@ -318,4 +318,21 @@
 //
 // After -args: -b11.samples, -b11.after, -b11.keys, -b11.timeout. Its
 // table is tested without the tag.
+//
+// # B12: storage maintenance
+//
+// BenchmarkB12 (b12_test.go, where its comment says what each figure
+// runs from and to) measures a defragmentation of a 3-member cluster by
+// Tend against the anchor, etcdctl defrag --cluster (each member in turn
+// from this machine), under a steady writer: elections, the longest gap
+// between acknowledged writes, the total time and the sizes; and the time
+// from a write refused with NOSPACE to one accepted again. Every sample is
+// a new cluster, -b12.samples (3) rounds in an order that rotates. Run it
+// alone with:
+//
+//	go test -tags e2e ./test/bench/etcd -run '^$' -bench B12 -benchtime 1x -timeout 60m
+//
+// After -args: -b12.samples, -b12.size (256 MiB written, half of it
+// history), -b12.quota, -b12.timeout. Its table and goals are tested
+// without the tag.
 package etcd

@@ -27,6 +27,7 @@ type Writer struct {
 
 	mu      sync.Mutex
 	ok      map[string]string
+	acks    []time.Time // when each acknowledgement came, in order
 	failed  int
 	lastErr error
 }
@@ -52,6 +53,7 @@ func (w *Writer) run(ctx context.Context, cli *clientv3.Client, prefix string) {
 		switch {
 		case err == nil:
 			w.ok[key] = value
+			w.acks = append(w.acks, time.Now())
 		case ctx.Err() == nil:
 			w.failed++
 			w.lastErr = err
@@ -94,6 +96,24 @@ func (w *Writer) Stop() (map[string]string, int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return maps.Clone(w.ok), w.failed, w.lastErr
+}
+
+// LongestGap is the longest time within [from, to] without an
+// acknowledged write: between two acknowledgements, or between an end of
+// the window and the acknowledgement nearest to it.
+func (w *Writer) LongestGap(from, to time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var longest time.Duration
+	last := from
+	for _, at := range w.acks {
+		if at.Before(from) || at.After(to) {
+			continue
+		}
+		longest = max(longest, at.Sub(last))
+		last = at
+	}
+	return max(longest, to.Sub(last))
 }
 
 // Lost lists the acknowledged writes that stored does not hold as

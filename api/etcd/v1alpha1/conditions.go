@@ -146,6 +146,12 @@ const (
 	// ReasonDefragmentationStalled: a member's defragmentation failed or
 	// outlasted its timeout; no other round starts until a person asks.
 	ReasonDefragmentationStalled = "DefragmentationStalled"
+	// ReasonExpandingVolumes: the member claims were asked to grow to
+	// spec.storage.size; the message says how far each volume is.
+	ReasonExpandingVolumes = "ExpandingVolumes"
+	// ReasonVolumesCannotGrow: spec.storage.size is larger than member
+	// claims whose StorageClass does not allow expansion.
+	ReasonVolumesCannotGrow = "VolumesCannotGrow"
 	// ReasonReconcileFailed: Tend's last pass failed; the message quotes
 	// the error. Tend retries with backoff.
 	ReasonReconcileFailed = "ReconcileFailed"

@@ -30,9 +30,10 @@ const (
 	opNoSpace                     // op_no_space.go: etcd raised NOSPACE; compact, defragment, disarm
 	opCompact                     // op_compact.go: drop the history older than the retention
 	opDefragment                  // op_defragment.go: one step of a defragmentation round
+	opExpandVolumes               // op_expand_volumes.go: member claims ask for spec.storage.size
 )
 
-var opNames = [...]string{"None", "Wait", "Delete", "Recovery", "StartRestore", "FailedHold", "QuorumLoss", "Membership", "UpgradeBackup", "Roll", "Check", "NoSpace", "Compact", "Defragment"}
+var opNames = [...]string{"None", "Wait", "Delete", "Recovery", "StartRestore", "FailedHold", "QuorumLoss", "Membership", "UpgradeBackup", "Roll", "Check", "NoSpace", "Compact", "Defragment", "ExpandVolumes"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -91,6 +92,7 @@ var precedence = []rule{
 	{opNoSpace, "etcd raised NOSPACE, or its recovery ends", noSpaceDue},
 	{opCompact, "the history older than the retention may go", compactDue},
 	{opDefragment, "a defragmentation round runs, or one is due", defragDue},
+	{opExpandVolumes, "a member's volume claim asks for less than spec.storage.size, and its class can grow", volumesDue},
 	{opUpgradeBackup, "a minor upgrade waits for its path check or backup", func(w *world, _ *decision) bool { return w.upgrade.hold() }},
 	{opRoll, "a member runs another revision", rollStep},
 	{opCheck, "every member runs the revision; the roll is not checked", rollChecked},

@@ -135,6 +135,8 @@ func roundUnderWay(w *world) {
 		Phase: etcdv1alpha1.DefragmentationRunning, Members: []string{w.members[1].Name, w.members[2].Name, w.members[0].Name}}
 }
 
+func volumesToGrow(w *world) { w.maint.volumes.grow = []string{"data-main-0"} }
+
 // TestNext is the precedence table, row by row, and the operations that
 // could collide, pair by pair: the first row that applies wins, and the
 // others wait for a later pass.
@@ -218,6 +220,10 @@ func TestNext(t *testing.T) {
 		{name: "a round starts only while every member is healthy", world: []func(*world){fragmented, func(w *world) {
 			w.members[2].Healthy = false
 		}}, want: opNone},
+		{name: "volumes to grow", world: []func(*world){volumesToGrow}, want: opExpandVolumes},
+		{name: "volumes grow after a defragmentation round", world: []func(*world){roundUnderWay, volumesToGrow}, want: opDefragment},
+		{name: "volumes grow before a roll", world: []func(*world){outdated, volumesToGrow}, want: opExpandVolumes},
+		{name: "a scale-out before volumes grow", world: []func(*world){scaleOut, volumesToGrow}, want: opMembership},
 		{name: "paused: no compaction, no defragmentation", world: []func(*world){compactable, fragmented, pausedSpec}, want: opWait},
 	}
 	for _, tt := range tests {

@@ -35,6 +35,8 @@
 //	Defragment     a round runs (it ends before a roll starts),   op_defragment.go
 //	               or one is asked, scheduled or due by
 //	               fragmentation and no roll is; one member a pass
+//	ExpandVolumes  member claims ask for less than storage.size,  op_expand_volumes.go
+//	               and their class can grow (online, no restart)
 //	UpgradeBackup  a minor upgrade waits for its backup           op_upgrade_backup.go
 //	Roll           a member's pod runs another revision           op_roll.go
 //	Check          the roll's check Job                           op_check.go
@@ -54,7 +56,7 @@
 //     pki.go, metrics.go, readiness.go
 //  1. pure decisions and the status: plan.go (membership), roll_plan.go,
 //     recovery_plan.go (the quorum-loss guard), maintenance_plan.go
-//     (compaction, defragmentation, NOSPACE), backups.go, status.go,
+//     (compaction, defragmentation, NOSPACE), volume_plan.go, backups.go, status.go,
 //     maintenance_status.go
 //  2. the reconciler's reads and objects: reconciler.go (Reconciler,
 //     scope), owned.go, jobs.go, connect.go, volumes.go, members.go,

@@ -1,7 +1,13 @@
 package etcdcluster
 
 import (
+	"context"
+	"fmt"
+
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -26,6 +32,9 @@ type maintenanceWorld struct {
 	alarm bool
 	// status is the last status of the upkeep (never nil).
 	status etcdv1alpha1.MaintenanceStatus
+	// volumes is what growing the member claims to spec.storage.size
+	// needs.
+	volumes volumeStep
 }
 
 // revisionLog is one cluster's revisions over time, in memory.
@@ -34,9 +43,10 @@ type revisionLog struct {
 	samples []revisionSample
 }
 
-// observeMaintenance reads the upkeep's settings and state, and records
-// the cluster's revision for compaction by retention.
-func (r *Reconciler) observeMaintenance(w *world) {
+// observeMaintenance reads the upkeep's settings and state, records the
+// cluster's revision for compaction by retention, and sees whether the
+// member claims have spec.storage.size.
+func (r *Reconciler) observeMaintenance(ctx context.Context, w *world) error {
 	c := w.cluster
 	statuses := make([]etcd.MemberStatus, len(w.members))
 	for i, m := range w.members {
@@ -62,8 +72,47 @@ func (r *Reconciler) observeMaintenance(w *world) {
 		r.revisions.Store(key, log)
 	}
 	m.samples = log.samples
+	claims, err := r.observeClaims(ctx, w)
+	if err != nil {
+		return err
+	}
+	m.volumes = planVolumes(storageSize(c.Spec.Storage.Size), claims)
 	w.maint = m
+	return nil
 }
+
+// observeClaims reads the current members' volume claims; the StorageClass
+// of a claim smaller than spec.storage.size is read to see whether it may
+// grow (only then: a cluster at its size reads no class).
+func (r *Reconciler) observeClaims(ctx context.Context, w *world) ([]claimView, error) {
+	c := w.cluster
+	size := storageSize(c.Spec.Storage.Size)
+	var claims []claimView
+	for i := range w.data.pvcs {
+		pvc := &w.data.pvcs[i]
+		ordinal, ok := isMemberPVC(c, pvc)
+		if !ok || ordinal >= int(replicas(c)) || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		v := claimViewOf(pvc)
+		if v.request < size && v.class != "" {
+			sc := &storagev1.StorageClass{}
+			switch err := r.APIReader.Get(ctx, client.ObjectKey{Name: v.class}, sc); {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, fmt.Errorf("reading StorageClass %s: %w", v.class, err)
+			default:
+				v.canExpand = ptr.Deref(sc.AllowVolumeExpansion, false)
+			}
+		}
+		claims = append(claims, v)
+	}
+	return claims, nil
+}
+
+// volumesDue tells whether a member claim asks for less than
+// spec.storage.size and its class lets it grow.
+func volumesDue(w *world, _ *decision) bool { return len(w.maint.volumes.grow) > 0 }
 
 // compactionInputOf is what planCompaction decides on.
 func compactionInputOf(w *world) compactionInput {

@@ -278,3 +278,29 @@ func TestPlanNoSpace(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanVolumes(t *testing.T) {
+	const gi = 1 << 30
+	claim := func(name string, request, capacity int64, canExpand bool, resizing string) claimView {
+		return claimView{name: name, request: request, capacity: capacity, class: "fast", canExpand: canExpand, resizing: resizing}
+	}
+	tests := []struct {
+		name   string
+		claims []claimView
+		want   volumeStep
+	}{
+		{name: "at size", claims: []claimView{claim("data-kv-0", 2*gi, 2*gi, false, "")}},
+		{name: "smaller, the class can grow", claims: []claimView{claim("data-kv-1", gi, gi, true, ""), claim("data-kv-0", gi, gi, true, "")},
+			want: volumeStep{grow: []string{"data-kv-0", "data-kv-1"}}},
+		{name: "smaller, the class cannot grow", claims: []claimView{claim("data-kv-0", gi, gi, false, "")},
+			want: volumeStep{stuck: []string{`data-kv-0 (StorageClass "fast")`}}},
+		{name: "asked, the volume not there yet", claims: []claimView{claim("data-kv-0", 2*gi, gi, true, "FileSystemResizePending: waiting for the node")},
+			want: volumeStep{resizing: []string{"data-kv-0: 1Gi of 2Gi (FileSystemResizePending: waiting for the node)"}}},
+		{name: "asked and grown", claims: []claimView{claim("data-kv-0", 2*gi, 2*gi, true, "")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(planVolumes(2*gi, tt.claims)).To(Equal(tt.want))
+		})
+	}
+}

@@ -1,6 +1,9 @@
 package etcdcluster
 
 import (
+	"fmt"
+	"strings"
+
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
 
@@ -51,4 +54,19 @@ func maintenanceMessage(c *etcdv1alpha1.EtcdCluster, obs observation) string {
 		return m.NoSpace.Message
 	}
 	return m.Defragmentation.Message
+}
+
+// volumesMessage says how the member claims' growth stands.
+func volumesMessage(c *etcdv1alpha1.EtcdCluster, v *volumeStep) string {
+	if len(v.grow) > 0 {
+		return fmt.Sprintf("Asking %s to grow to %s", strings.Join(v.grow, ", "), c.Spec.Storage.Size)
+	}
+	return "Volumes growing to " + c.Spec.Storage.Size.String() + ": " + strings.Join(v.resizing, "; ")
+}
+
+// stuckMessage says which claims cannot grow, and the way out.
+func stuckMessage(c *etcdv1alpha1.EtcdCluster, v *volumeStep) string {
+	return fmt.Sprintf("spec.storage.size is %s, but the StorageClass of %s does not allow volume expansion (allowVolumeExpansion), so these volumes keep their size. "+
+		"Set spec.storage.size back, or move the data to larger volumes: back it up and restore it into a new EtcdCluster (docs/etcdcluster.md, Runbook)",
+		c.Spec.Storage.Size, strings.Join(v.stuck, ", "))
 }

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -215,4 +216,78 @@ func eventsOf(g Gomega, c *etcdv1alpha1.EtcdCluster, reason string) []corev1.Eve
 		}
 	}
 	return out
+}
+
+// TestVolumesGrow: a larger spec.storage.size asks every member claim for
+// it where the StorageClass allows expansion, reports the resize until
+// the volumes have it, and restarts no member; where the class does not,
+// Degraded says so and nothing is asked.
+func TestVolumesGrow(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	classes := map[bool]string{}
+	for _, expand := range []bool{true, false} {
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "tend-test-"}, Provisioner: "example.com/tend-test", AllowVolumeExpansion: ptr.To(expand)}
+		g.Expect(env.Client.Create(ctx, sc)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), sc) })
+		classes[expand] = sc.Name
+	}
+	// A quota of its own: a size that sets the quota would roll the members.
+	c, p := startRollCluster(t, g, "v3.6.16", func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Storage.StorageClassName = ptr.To(classes[true])
+		s.Options.QuotaBackendBytes = resource.NewQuantity(512*mib, resource.BinarySI)
+	})
+	bindClaims(g, c, "1Gi")
+
+	patchSpec(g, c, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("2Gi")) })
+	g.Eventually(func(g Gomega) {
+		for i := range 3 {
+			pvc := &corev1.PersistentVolumeClaim{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: pvcName(c, i)}, pvc)).To(Succeed())
+			g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("2Gi"))
+		}
+		got := getCluster(g, c)
+		prog := condition(got, etcdv1alpha1.ConditionProgressing)
+		g.Expect(prog.Reason).To(Equal(etcdv1alpha1.ReasonExpandingVolumes))
+		g.Expect(prog.Message).To(ContainSubstring("data-roll-0: 1Gi of 2Gi"))
+	}, wait).Should(Succeed())
+	g.Expect(eventsOf(g, c, "ExpandingVolumes")).To(HaveLen(1))
+
+	bindClaims(g, c, "2Gi") // the volumes grew
+	g.Eventually(func(g Gomega) {
+		got := getCluster(g, c)
+		g.Expect(condition(got, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonStable))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}, wait).Should(Succeed())
+	for _, n := range p.made {
+		g.Expect(n).To(Equal(1), "no member restarted")
+	}
+
+	// A class that cannot grow: Degraded says so, and no claim is asked.
+	fixed, _ := startRollCluster(t, g, "v3.6.16", func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Storage.StorageClassName = ptr.To(classes[false])
+		s.Options.QuotaBackendBytes = resource.NewQuantity(512*mib, resource.BinarySI)
+	})
+	bindClaims(g, fixed, "1Gi")
+	patchSpec(g, fixed, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("2Gi")) })
+	g.Eventually(func(g Gomega) {
+		d := condition(getCluster(g, fixed), etcdv1alpha1.ConditionDegraded)
+		g.Expect(d.Reason).To(Equal(etcdv1alpha1.ReasonVolumesCannotGrow))
+		g.Expect(d.Message).To(ContainSubstring("data-roll-0 (StorageClass %q)", classes[false]))
+	}, wait).Should(Succeed())
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixed.Namespace, Name: pvcName(fixed, 0)}, pvc)).To(Succeed())
+	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
+}
+
+// bindClaims gives the cluster's member claims the phase and capacity of
+// a bound volume of size, as the volume controllers would.
+func bindClaims(g Gomega, c *etcdv1alpha1.EtcdCluster, size string) {
+	for i := range 3 {
+		pvc := &corev1.PersistentVolumeClaim{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: c.Namespace, Name: pvcName(c, i)}, pvc)).To(Succeed())
+		pvc.Status.Phase = corev1.ClaimBound
+		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}
+		g.Expect(env.Client.Status().Update(context.Background(), pvc)).To(Succeed())
+	}
 }

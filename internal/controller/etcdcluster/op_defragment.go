@@ -110,6 +110,3 @@ func (r *Reconciler) lookAt(ctx context.Context, s *scope, member memberView) st
 	}
 	return member.Name + " is no longer a member"
 }
-
-// bytesOf prints a size as a quantity, such as 512Mi.
-func bytesOf(n int64) string { return resource.NewQuantity(n, resource.BinarySI).String() }

@@ -143,6 +143,7 @@ var serving = map[opKind]operation{
 	opNoSpace:       (*Reconciler).runNoSpace,
 	opCompact:       (*Reconciler).runCompact,
 	opDefragment:    (*Reconciler).runDefragment,
+	opExpandVolumes: (*Reconciler).runExpandVolumes,
 }
 
 // act carries out d.
@@ -158,6 +159,9 @@ func (r *Reconciler) act(ctx context.Context, s *scope, w *world, d decision) er
 		return err
 	}
 	noteNoSpace(w, d.noSpace, metav1.Time{Time: s.now})
+	if len(w.maint.volumes.resizing) > 0 {
+		s.requeueAfter(requeueUnreachable) // claims are not watched: look at the resize soon
+	}
 	switch {
 	case d.op == opWait && w.sts == nil:
 		return nil

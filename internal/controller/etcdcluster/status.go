@@ -56,9 +56,10 @@ type observation struct {
 	// passError is why the pass failed, if it did: what it saw may be
 	// incomplete, and the status must not say all is well.
 	passError error
-	// maintenance is the storage upkeep as the pass left it; nil when the
-	// pass did not look.
+	// maintenance is the storage upkeep as the pass left it; volumes the
+	// growth of the member claims; nil when the pass did not look.
 	maintenance *etcdv1alpha1.MaintenanceStatus
+	volumes     *volumeStep
 }
 
 // calculateStatus computes c's status from what a pass observed. It starts
@@ -249,6 +250,8 @@ func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 			status = metav1.ConditionFalse // it goes on only once someone acts; see Degraded
 		}
 		set(t, status, obs.roll.reason, obs.roll.message)
+	case obs.volumes != nil && len(obs.volumes.grow)+len(obs.volumes.resizing) > 0:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonExpandingVolumes, volumesMessage(c, obs.volumes))
 	default:
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonStable, fmt.Sprintf("%d members, as the spec asks", replicas(c)))
 	}
@@ -310,6 +313,8 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	case len(obs.startProblems) > 0:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonMembersCannotStart,
 			fmt.Sprintf("Member pods do not run: %s. Tend cannot fix this itself; see docs/etcdcluster.md (Runbook)", strings.Join(obs.startProblems, "; ")))
+	case obs.volumes != nil && len(obs.volumes.stuck) > 0:
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonVolumesCannotGrow, stuckMessage(c, obs.volumes))
 	case maintenanceReason(c, obs) != "":
 		set(t, metav1.ConditionTrue, maintenanceReason(c, obs), maintenanceMessage(c, obs))
 	case len(alarms) > 0:

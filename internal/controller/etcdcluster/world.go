@@ -132,8 +132,10 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (*world, error) {
 	}
 	s.target = templateCluster(c, w.upgrade, runningImage(s.sts))
 	w.roll = observeRoll(s, w)
-	r.observeMaintenance(w)
-	s.obs.maintenance = &w.maint.status
+	if err := r.observeMaintenance(ctx, w); err != nil {
+		return nil, err
+	}
+	s.obs.maintenance, s.obs.volumes = &w.maint.status, &w.maint.volumes
 	return w, nil
 }
 

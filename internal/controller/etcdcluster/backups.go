@@ -163,3 +163,18 @@ func staleVolumes(c *etcdv1alpha1.EtcdCluster, pvcs []corev1.PersistentVolumeCla
 	}
 	return stale
 }
+
+// backupInFlight tells whether b is being taken or verified: its
+// verification compares the live cluster's history at the snapshot's
+// revision, which a compaction in between would make incomparable.
+func backupInFlight(b *etcdv1alpha1.EtcdBackup) bool {
+	conds := b.Status.Conditions
+	switch {
+	case b.DeletionTimestamp != nil, apimeta.IsStatusConditionTrue(conds, etcdv1alpha1.BackupFailed):
+		return false
+	case !apimeta.IsStatusConditionTrue(conds, etcdv1alpha1.BackupComplete):
+		return true
+	}
+	v := apimeta.FindStatusCondition(conds, etcdv1alpha1.BackupVerified)
+	return v != nil && v.Status == metav1.ConditionUnknown
+}

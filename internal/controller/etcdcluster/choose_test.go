@@ -204,6 +204,7 @@ func TestNext(t *testing.T) {
 		{name: "NOSPACE during a recovery waits for it", world: []func(*world){recoveryUnderWay, noSpaceAlarm}, want: opRecovery},
 		{name: "NOSPACE while the quorum is lost: the guard first", world: []func(*world){noSpaceAlarm, quorumLostToOne}, want: opQuorumLoss, quorum: true},
 		{name: "history older than the retention is compacted", world: []func(*world){compactable}, want: opCompact},
+		{name: "a compaction waits for a backup's verification", world: []func(*world){compactable, func(w *world) { w.maint.backupInFlight = "b" }}, want: opNone},
 		{name: "a compaction waits for the roll", world: []func(*world){outdated, compactable}, want: opRoll},
 		{name: "a compaction waits for a scale-out", world: []func(*world){scaleOut, compactable}, want: opMembership},
 		{name: "a compaction before a defragmentation", world: []func(*world){compactable, fragmented}, want: opCompact},

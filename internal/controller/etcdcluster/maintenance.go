@@ -35,6 +35,9 @@ type maintenanceWorld struct {
 	// volumes is what growing the member claims to spec.storage.size
 	// needs.
 	volumes volumeStep
+	// backupInFlight names an EtcdBackup of the cluster being taken or
+	// verified: compaction waits for it.
+	backupInFlight string
 }
 
 // revisionLog is one cluster's revisions over time, in memory.
@@ -77,6 +80,15 @@ func (r *Reconciler) observeMaintenance(ctx context.Context, w *world) error {
 		return err
 	}
 	m.volumes = planVolumes(storageSize(c.Spec.Storage.Size), claims)
+	var backups etcdv1alpha1.EtcdBackupList
+	if err := r.List(ctx, &backups, client.InNamespace(c.Namespace)); err != nil {
+		return fmt.Errorf("listing EtcdBackups: %w", err)
+	}
+	for i := range backups.Items {
+		if b := &backups.Items[i]; b.Spec.ClusterRef.Name == c.Name && backupInFlight(b) {
+			m.backupInFlight = b.Name
+		}
+	}
 	w.maint = m
 	return nil
 }
@@ -172,10 +184,11 @@ func noSpaceDue(w *world, d *decision) bool {
 }
 
 // compactDue tells whether the history may be compacted now: not while a
-// roll is due or under way, nor between the steps of a defragmentation
-// round.
+// roll is due or under way, between the steps of a defragmentation round,
+// or while a backup is taken or verified.
 func compactDue(w *world, d *decision) bool {
-	if r := w.maint.status.Defragmentation; !w.healthyQuorum || rolling(w) || (r != nil && r.Phase == etcdv1alpha1.DefragmentationRunning) {
+	r := w.maint.status.Defragmentation
+	if !w.healthyQuorum || rolling(w) || (r != nil && r.Phase == etcdv1alpha1.DefragmentationRunning) || w.maint.backupInFlight != "" {
 		return false
 	}
 	rev, ok := planCompaction(compactionInputOf(w))

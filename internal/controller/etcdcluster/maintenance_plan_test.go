@@ -304,3 +304,26 @@ func TestPlanVolumes(t *testing.T) {
 		})
 	}
 }
+
+func TestBackupInFlight(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status}
+	}
+	tests := []struct {
+		name  string
+		conds []metav1.Condition
+		want  bool
+	}{
+		{name: "just made", want: true},
+		{name: "written, verification off", conds: []metav1.Condition{cond(etcdv1alpha1.BackupComplete, metav1.ConditionTrue)}},
+		{name: "written, verifying", conds: []metav1.Condition{cond(etcdv1alpha1.BackupComplete, metav1.ConditionTrue), cond(etcdv1alpha1.BackupVerified, metav1.ConditionUnknown)}, want: true},
+		{name: "verified", conds: []metav1.Condition{cond(etcdv1alpha1.BackupComplete, metav1.ConditionTrue), cond(etcdv1alpha1.BackupVerified, metav1.ConditionTrue)}},
+		{name: "failed", conds: []metav1.Condition{cond(etcdv1alpha1.BackupFailed, metav1.ConditionTrue)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &etcdv1alpha1.EtcdBackup{Status: etcdv1alpha1.EtcdBackupStatus{Conditions: tt.conds}}
+			NewWithT(t).Expect(backupInFlight(b)).To(Equal(tt.want))
+		})
+	}
+}

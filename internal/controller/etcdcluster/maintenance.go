@@ -155,6 +155,9 @@ func noSpaceInputOf(w *world) noSpaceInput {
 		in.current = min(in.current, m.floor)
 	}
 	in.largest = largestDB(w.members)
+	for _, mv := range w.members {
+		in.inUse = max(in.inUse, mv.DBSizeInUse)
+	}
 	retention := compactionInputOf(w)
 	if rev := compactionTarget(retention); rev > retention.compacted {
 		in.retention = rev

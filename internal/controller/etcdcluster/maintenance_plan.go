@@ -425,8 +425,9 @@ type noSpaceInput struct {
 	retention, current int64
 	mayCompactAll      bool
 	quota              int64
-	// largest is the largest member database now.
-	largest int64
+	// largest is the largest member database now, and inUse the most
+	// data any member holds in its database.
+	largest, inUse int64
 }
 
 // planNoSpace is the next step of a NOSPACE recovery: compact to the
@@ -443,6 +444,10 @@ func planNoSpace(in noSpaceInput) noSpaceStep {
 		return noSpaceStep{kind: noSpaceDone}
 	case in.policy == etcdv1alpha1.NoSpaceManual:
 		return noSpaceStep{kind: noSpaceWait, stage: etcdv1alpha1.NoSpaceWaiting}
+	case (st == nil || st.Stage == etcdv1alpha1.NoSpaceWaiting) && in.retention == 0 && in.inUse >= in.quota*noSpaceHeadroom/100 && in.mayCompactAll && in.current > 0:
+		// Nothing is a retention old, and a member's data alone is near
+		// the quota: a defragmentation could not make room.
+		return noSpaceStep{kind: noSpaceCompact, stage: etcdv1alpha1.NoSpaceCurrent, rev: in.current}
 	case st == nil || st.Stage == etcdv1alpha1.NoSpaceWaiting:
 		return noSpaceStep{kind: noSpaceCompact, stage: etcdv1alpha1.NoSpaceRetention, rev: in.retention}
 	case st.Stage == etcdv1alpha1.NoSpaceTooLarge && in.largest < in.quota*noSpaceHeadroom/100:

@@ -237,6 +237,12 @@ func TestPlanNoSpace(t *testing.T) {
 		{name: "first: compact to the retention", kind: noSpaceCompact, stage: etcdv1alpha1.NoSpaceRetention, rev: 500},
 		{name: "nothing a retention old: the stage starts without compacting", change: func(in *noSpaceInput) { in.retention = 0 },
 			kind: noSpaceCompact, stage: etcdv1alpha1.NoSpaceRetention},
+		{name: "nothing a retention old, and the data fills the quota: straight to the current revision", change: func(in *noSpaceInput) {
+			in.retention, in.inUse = 0, 95<<20
+		}, kind: noSpaceCompact, stage: etcdv1alpha1.NoSpaceCurrent, rev: 900},
+		{name: "nothing a retention old, the data fills the quota, compaction Disabled: the retention stage", change: func(in *noSpaceInput) {
+			in.retention, in.inUse, in.mayCompactAll = 0, 95<<20, false
+		}, kind: noSpaceCompact, stage: etcdv1alpha1.NoSpaceRetention},
 		{name: "then its round", change: func(in *noSpaceInput) { in.status = stage(etcdv1alpha1.NoSpaceRetention, 500) },
 			kind: noSpaceDefrag, stage: etcdv1alpha1.NoSpaceRetention},
 		{name: "an older recovery's round is not this one's", change: func(in *noSpaceInput) {

@@ -12,6 +12,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,7 +90,9 @@ func TestEtcdClusterDefragmentation(t *testing.T) {
 // NOSPACE. With spec.maintenance.noSpace Manual, Tend says what to do and
 // disarms nothing; set to Auto, it compacts (to the current revision, as
 // nothing is an hour old), defragments and disarms, and the cluster takes
-// writes again with every key's latest value kept.
+// writes again with every key's latest value kept. Then a larger
+// storage.size on local-path, which cannot expand volumes, is refused with
+// VolumesCannotGrow, and no claim is touched.
 func TestEtcdClusterNoSpace(t *testing.T) {
 	t.Parallel()
 	e := newRollTest(t, "full", cluster.Settings.EtcdVersion, func(s *etcdv1alpha1.EtcdClusterSpec) {
@@ -132,6 +135,13 @@ func TestEtcdClusterNoSpace(t *testing.T) {
 		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != value {
 			t.Errorf("key %s after the recovery: %v %v, want its last value", key, resp, err)
 		}
+	}
+
+	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("2Gi")) })
+	e.waitDegraded(t, etcdv1alpha1.ReasonVolumesCannotGrow, "does not allow volume expansion")
+	pvc, _ := e.podAndClaim(t, e.Name+"-0")
+	if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("claim %s asks for %s after a size the class cannot give, want it untouched at 1Gi", pvc.Name, got.String())
 	}
 }
 

@@ -55,6 +55,7 @@ operator does the work.`,
 		newRestoreCommand(o),
 		newPauseCommand(o, true),
 		newPauseCommand(o, false),
+		newQueueCommand(o),
 		newVersionCommand(o),
 	)
 	return root

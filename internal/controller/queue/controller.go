@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -210,10 +211,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A connection Secret is the user's: its metadata tells which it
 		// is, and the Connector reads its data.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexSecret)), builder.OnlyMetadata).
-		// A dead-letter Queue becoming Ready (its status) lets its users go
-		// on, and a source Queue's arrival lets the dead-letter Queue that
-		// allows it go on.
-		Watches(&sqsv1alpha1.Queue{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexDLQ, indexSource))).
+		// A dead-letter Queue getting its ARN (it became Ready) lets its
+		// users go on, and a source Queue's arrival lets the dead-letter
+		// Queue that allows it go on. Other changes, its depth among them,
+		// cost the Queues that name it no pass.
+		Watches(&sqsv1alpha1.Queue{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexDLQ, indexSource)),
+			builder.WithPredicates(arnChanged)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			// Failed passes back off per Queue from 1s to 5m: gentle with SQS
@@ -221,6 +224,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
 		}).
 		Complete(r)
+}
+
+// arnChanged lets through the creation and deletion of a Queue, and the
+// updates that change its ARN in status: all that the Queues naming it
+// (as dead-letter queue or as source) read of it.
+var arnChanged = predicate.TypedFuncs[client.Object]{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*sqsv1alpha1.Queue)
+		cur, okNew := e.ObjectNew.(*sqsv1alpha1.Queue)
+		return !okOld || !okNew || old.Status.QueueARN != cur.Status.QueueARN
+	},
 }
 
 // queuesFor maps an object to the Queues in its namespace whose index keys

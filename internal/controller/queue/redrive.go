@@ -25,6 +25,7 @@ const (
 	moveRunning    = "RUNNING"
 	moveCancelling = "CANCELLING"
 	moveRefused    = "Failed"
+	moveUnknown    = "Unknown"
 )
 
 // redriveRequest is the move that the annotation asks for and status has
@@ -77,6 +78,9 @@ func (r *Reconciler) redrive(ctx context.Context, api *sqs.Client, q *sqsv1alpha
 	st := q.Status.Redrive.DeepCopy()
 	if len(out.Results) > 0 {
 		applyMoveTask(st, out.Results[0])
+	} else {
+		// Nothing to follow: end the wait rather than poll for ever.
+		st.State, st.Message = moveUnknown, "SQS lists no message move task for this queue"
 	}
 	if !moveInProgress(st) {
 		eventType, reason := corev1.EventTypeNormal, "RedriveFinished"

@@ -8,6 +8,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 )
@@ -40,7 +41,7 @@ func TestRedriveRequest(t *testing.T) {
 func TestMoveInProgress(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(moveInProgress(nil)).To(BeFalse())
-	for state, want := range map[string]bool{"RUNNING": true, "CANCELLING": true, "COMPLETED": false, "CANCELLED": false, "FAILED": false, moveRefused: false} {
+	for state, want := range map[string]bool{"RUNNING": true, "CANCELLING": true, "COMPLETED": false, "CANCELLED": false, "FAILED": false, moveRefused: false, moveUnknown: false} {
 		g.Expect(moveInProgress(&sqsv1alpha1.RedriveStatus{State: state})).To(Equal(want), state)
 	}
 }
@@ -60,4 +61,17 @@ func TestApplyMoveTask(t *testing.T) {
 	g.Expect(st.MessagesToMove).To(Equal(int64(10)))
 	g.Expect(st.Message).To(Equal("AccessDenied"))
 	g.Expect(st.StartTime.Time.Equal(started)).To(BeTrue())
+}
+
+func TestArnChangedPredicate(t *testing.T) {
+	g := NewWithT(t)
+	q := func(arn string, messages int64) *sqsv1alpha1.Queue {
+		out := &sqsv1alpha1.Queue{}
+		out.Status.QueueARN, out.Status.Messages = arn, &sqsv1alpha1.QueueMessages{Visible: messages}
+		return out
+	}
+	g.Expect(arnChanged.Update(event.UpdateEvent{ObjectOld: q("", 0), ObjectNew: q("arn:a", 0)})).To(BeTrue(), "became Ready")
+	g.Expect(arnChanged.Update(event.UpdateEvent{ObjectOld: q("arn:a", 0), ObjectNew: q("arn:a", 5)})).To(BeFalse(), "only its depth changed")
+	g.Expect(arnChanged.Create(event.CreateEvent{Object: q("", 0)})).To(BeTrue())
+	g.Expect(arnChanged.Delete(event.DeleteEvent{Object: q("arn:a", 0)})).To(BeTrue())
 }

@@ -93,3 +93,34 @@ func TestDefragPatch(t *testing.T) {
 	g.Expect(request).To(Equal("2026-11-27T12:00:00.000000005Z"))
 	g.Expect(string(patch)).To(Equal(`{"metadata":{"annotations":{"etcd.tend.dev/defragment":"2026-11-27T12:00:00.000000005Z"}}}`))
 }
+
+func TestRedrivePatch(t *testing.T) {
+	g := NewWithT(t)
+	q := &sqsv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orders-dlq"}}
+	_, err := RedrivePatch(q, t0)
+	g.Expect(err).To(MatchError(ContainSubstring("has no queue in SQS yet")))
+
+	q.Status.QueueARN = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+	patch, err := RedrivePatch(q, t0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(patch)).To(Equal(`{"metadata":{"annotations":{"sqs.tend.dev/redrive":"2026-11-25T03:00:00Z"}}}`))
+
+	q.Status.Redrive = &sqsv1alpha1.RedriveStatus{Request: "x", State: "RUNNING"}
+	_, err = RedrivePatch(q, t0)
+	g.Expect(err).To(MatchError(ContainSubstring("is still RUNNING")))
+	q.Status.Redrive.State = "COMPLETED"
+	_, err = RedrivePatch(q, t0)
+	g.Expect(err).NotTo(HaveOccurred(), "a finished move may be asked again")
+
+	q.Spec.ManagementPolicy = sqsv1alpha1.ManagementPolicyObserve
+	_, err = RedrivePatch(q, t0)
+	g.Expect(err).To(MatchError(ContainSubstring("managementPolicy Observe")))
+}
+
+func TestRedriveProgress(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(RedriveProgress(&sqsv1alpha1.RedriveStatus{Request: "r", State: "Failed", Message: "SQS refused"})).
+		To(Equal("Failed (asked r): SQS refused"))
+	g.Expect(RedriveProgress(&sqsv1alpha1.RedriveStatus{Request: "r", State: "COMPLETED", MessagesMoved: 2, MessagesToMove: 2})).
+		To(Equal("COMPLETED: 2 of 2 messages moved (asked r)"))
+}

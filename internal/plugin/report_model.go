@@ -355,7 +355,12 @@ func QueueStatus(q *sqsv1alpha1.Queue, warnings []corev1.Event) Status {
 		{"URL", cmp.Or(q.Status.QueueURL, "-")},
 		{"ARN", cmp.Or(q.Status.QueueARN, "-")},
 		{"FIFO", fmt.Sprint(q.Spec.FIFOQueue)},
+		{"Management", string(cmp.Or(q.Spec.ManagementPolicy, sqsv1alpha1.ManagementPolicyManage))},
+		{"Messages", queueMessages(q.Status.Messages)},
 		{"Last synced", synced},
+	}
+	if q.Status.Redrive != nil {
+		st.Facts = append(st.Facts, Fact{"Redrive", RedriveProgress(q.Status.Redrive)})
 	}
 	st.Conditions = conditionsOf(q.Status.Conditions)
 	st.Warnings = eventsOf(warnings)

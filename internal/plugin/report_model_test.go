@@ -145,7 +145,7 @@ func TestQueueStatus(t *testing.T) {
 	q := &sqsv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orders"}}
 	st := QueueStatus(q, nil)
 	g.Expect(st.Facts).To(Equal([]Fact{
-		{"Queue name", "orders"}, {"URL", "-"}, {"ARN", "-"}, {"FIFO", "false"}, {"Last synced", "never"},
+		{"Queue name", "orders"}, {"URL", "-"}, {"ARN", "-"}, {"FIFO", "false"}, {"Management", "Manage"}, {"Messages", "-"}, {"Last synced", "never"},
 	}), "the queue name defaults to the Queue's")
 	q.Spec.QueueName, q.Spec.FIFOQueue = "orders.fifo", true
 	q.Status.QueueURL, q.Status.QueueARN, q.Status.LastSyncTime = "http://sqs/1/orders.fifo", "arn:aws:sqs:r:1:orders.fifo", ptr.To(at(0))
@@ -153,7 +153,16 @@ func TestQueueStatus(t *testing.T) {
 	st = QueueStatus(q, nil)
 	g.Expect(st.Ready).To(Equal("True (Available)"))
 	g.Expect(st.Facts).To(Equal([]Fact{
-		{"Queue name", "orders.fifo"}, {"URL", "http://sqs/1/orders.fifo"}, {"ARN", "arn:aws:sqs:r:1:orders.fifo"}, {"FIFO", "true"}, {"Last synced", "2026-11-25T03:00:00Z"},
+		{"Queue name", "orders.fifo"}, {"URL", "http://sqs/1/orders.fifo"}, {"ARN", "arn:aws:sqs:r:1:orders.fifo"}, {"FIFO", "true"},
+		{"Management", "Manage"}, {"Messages", "-"}, {"Last synced", "2026-11-25T03:00:00Z"},
+	}))
+	q.Spec.ManagementPolicy = sqsv1alpha1.ManagementPolicyObserve
+	q.Status.Messages = &sqsv1alpha1.QueueMessages{Visible: 12, InFlight: 3, Delayed: 1}
+	q.Status.Redrive = &sqsv1alpha1.RedriveStatus{Request: "2026-11-25T03:00:00Z", State: "RUNNING", MessagesMoved: 4, MessagesToMove: 10}
+	st = QueueStatus(q, nil)
+	g.Expect(st.Facts[4:]).To(Equal([]Fact{
+		{"Management", "Observe"}, {"Messages", "12 visible, 3 in flight, 1 delayed"}, {"Last synced", "2026-11-25T03:00:00Z"},
+		{"Redrive", "RUNNING: 4 of 10 messages moved (asked 2026-11-25T03:00:00Z)"},
 	}))
 }
 

@@ -56,6 +56,7 @@ operator does the work.`,
 		newDefragCommand(o),
 		newPauseCommand(o, true),
 		newPauseCommand(o, false),
+		newQueueCommand(o),
 		newVersionCommand(o),
 	)
 	return root

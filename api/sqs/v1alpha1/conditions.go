@@ -60,6 +60,9 @@ const (
 	// ReasonWaitingForDeadLetterQueue: the Queue named by
 	// redrive.deadLetterQueueRef is missing or not Ready yet.
 	ReasonWaitingForDeadLetterQueue = "WaitingForDeadLetterQueue"
+	// ReasonWaitingForSourceQueue: a Queue named by
+	// redriveAllowPolicy.sourceQueueRefs does not exist yet.
+	ReasonWaitingForSourceQueue = "WaitingForSourceQueue"
 	// ReasonConnectionError: the connection settings could not be used (for
 	// example the Secret is missing a key).
 	ReasonConnectionError = "ConnectionError"
@@ -83,6 +86,11 @@ const (
 	// be reached or the credentials are gone for good.
 	AnnotationReleaseFinalizer = "sqs.tend.dev/release-finalizer"
 )
+
+// AnnotationRedrive, set to a new value on a dead-letter Queue (kubectl tend
+// queue redrive sets the time), asks Tend to move its messages back to their
+// source queues once; status.redrive answers it.
+const AnnotationRedrive = "sqs.tend.dev/redrive"
 
 // Finalizer guards the deletion of the SQS queue.
 const Finalizer = "sqs.tend.dev/queue"

@@ -12,6 +12,11 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.queueName) == has(oldSelf.queueName) && (!has(self.queueName) || self.queueName == oldSelf.queueName)",message="spec.queueName is immutable: SQS cannot rename a queue; create a new Queue instead"
 // +kubebuilder:validation:XValidation:rule="(has(self.fifoQueue) && self.fifoQueue) == (has(oldSelf.fifoQueue) && oldSelf.fifoQueue)",message="spec.fifoQueue is immutable: SQS cannot turn a standard queue into a FIFO queue or back; create a new Queue instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.contentBasedDeduplication) || !self.contentBasedDeduplication || (has(self.fifoQueue) && self.fifoQueue)",message="spec.contentBasedDeduplication applies to FIFO queues only: set spec.fifoQueue to true or remove it"
+// +kubebuilder:validation:XValidation:rule="(!has(self.deduplicationScope) && !has(self.fifoThroughputLimit)) || (has(self.fifoQueue) && self.fifoQueue)",message="spec.deduplicationScope and spec.fifoThroughputLimit apply to FIFO queues only: set spec.fifoQueue to true or remove them"
+// +kubebuilder:validation:XValidation:rule="!has(self.fifoThroughputLimit) || self.fifoThroughputLimit != 'perMessageGroupId' || (has(self.deduplicationScope) && self.deduplicationScope == 'messageGroup')",message="spec.fifoThroughputLimit perMessageGroupId (high throughput) needs spec.deduplicationScope messageGroup, as SQS requires"
+// +kubebuilder:validation:XValidation:rule="!has(self.kmsMasterKeyId) || !has(self.sqsManagedSSEEnabled) || !self.sqsManagedSSEEnabled",message="spec.kmsMasterKeyId (SSE-KMS) and spec.sqsManagedSSEEnabled (SSE-SQS) exclude each other: keep one"
+// +kubebuilder:validation:XValidation:rule="!has(self.kmsDataKeyReusePeriodSeconds) || has(self.kmsMasterKeyId)",message="spec.kmsDataKeyReusePeriodSeconds applies to SSE-KMS only: set spec.kmsMasterKeyId or remove it"
+// +kubebuilder:validation:XValidation:rule="!has(self.managementPolicy) || self.managementPolicy != 'Observe' || (!has(self.delaySeconds) && !has(self.visibilityTimeout) && !has(self.messageRetentionPeriod) && !has(self.maximumMessageSize) && !has(self.receiveMessageWaitTimeSeconds) && !has(self.contentBasedDeduplication) && !has(self.sqsManagedSSEEnabled) && !has(self.kmsMasterKeyId) && !has(self.kmsDataKeyReusePeriodSeconds) && !has(self.deduplicationScope) && !has(self.fifoThroughputLimit) && !has(self.policy) && !has(self.redrive) && !has(self.redriveAllowPolicy) && !has(self.tags))",message="managementPolicy Observe changes nothing in SQS: remove the attributes, policy, redrive, redriveAllowPolicy and tags from the spec, or set managementPolicy Manage"
 type QueueSpec struct {
 	// QueueName is the queue's name in SQS: letters, digits, '-' and '_', and
 	// the suffix ".fifo" for a FIFO queue, 80 characters at most. It defaults
@@ -69,6 +74,34 @@ type QueueSpec struct {
 	// +optional
 	SQSManagedSSEEnabled *bool `json:"sqsManagedSSEEnabled,omitempty"`
 
+	// KMSMasterKeyID turns on server-side encryption with a KMS key (SSE-KMS):
+	// a key ID, key ARN, alias name (alias/...) or alias ARN. It excludes
+	// sqsManagedSSEEnabled.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	KMSMasterKeyID string `json:"kmsMasterKeyId,omitempty"`
+
+	// KMSDataKeyReusePeriodSeconds is how long, in seconds, SQS reuses a data
+	// key before calling KMS again (60 to 86400). SSE-KMS only.
+	// +optional
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=86400
+	KMSDataKeyReusePeriodSeconds *int32 `json:"kmsDataKeyReusePeriodSeconds,omitempty"`
+
+	// DeduplicationScope is where a FIFO queue deduplicates messages: in the
+	// whole queue, or within each message group. FIFO only.
+	// +optional
+	// +kubebuilder:validation:Enum=messageGroup;queue
+	DeduplicationScope string `json:"deduplicationScope,omitempty"`
+
+	// FIFOThroughputLimit is what a FIFO queue's throughput quota applies to:
+	// the whole queue, or each message group (high throughput, which needs
+	// deduplicationScope messageGroup). FIFO only.
+	// +optional
+	// +kubebuilder:validation:Enum=perQueue;perMessageGroupId
+	FIFOThroughputLimit string `json:"fifoThroughputLimit,omitempty"`
+
 	// Policy is the queue's IAM access policy, written as YAML or JSON. Tend
 	// compares it by meaning, not by text, so key order does not matter.
 	// +optional
@@ -80,6 +113,11 @@ type QueueSpec struct {
 	// queue.
 	// +optional
 	Redrive *Redrive `json:"redrive,omitempty"`
+
+	// RedriveAllowPolicy says which source queues may use this queue as
+	// their dead-letter queue.
+	// +optional
+	RedriveAllowPolicy *RedriveAllowPolicy `json:"redriveAllowPolicy,omitempty"`
 
 	// Tags are the queue's cost-allocation tags. Keys under "tend.dev/" are
 	// Tend's own.
@@ -103,6 +141,15 @@ type QueueSpec struct {
 	// +optional
 	// +kubebuilder:default=None
 	Adoption Adoption `json:"adoption,omitempty"`
+
+	// ManagementPolicy is what Tend may do to the queue: Manage (the
+	// default) creates, updates, repairs and deletes it as the spec says;
+	// Observe only reports an existing queue's attributes and depth, and
+	// never creates, changes, tags or deletes it, whatever deletionPolicy
+	// says.
+	// +optional
+	// +kubebuilder:default=Manage
+	ManagementPolicy ManagementPolicy `json:"managementPolicy,omitempty"`
 
 	// PollInterval is how often Tend checks the queue in SQS for changes made
 	// outside Kubernetes, give or take 10%. At least 30s.
@@ -139,6 +186,58 @@ type Redrive struct {
 	// +kubebuilder:validation:Maximum=1000
 	MaxReceiveCount int32 `json:"maxReceiveCount"`
 }
+
+// RedriveAllowPolicy is the dead-letter side of a redrive: which source
+// queues may send their failed messages here.
+//
+// +kubebuilder:validation:XValidation:rule="(self.redrivePermission == 'byQueue') == ((has(self.sourceQueueRefs) ? size(self.sourceQueueRefs) : 0) + (has(self.sourceQueueARNs) ? size(self.sourceQueueARNs) : 0) > 0)",message="redriveAllowPolicy lists source queues (sourceQueueRefs, sourceQueueARNs) with redrivePermission byQueue, and only then"
+// +kubebuilder:validation:XValidation:rule="(has(self.sourceQueueRefs) ? size(self.sourceQueueRefs) : 0) + (has(self.sourceQueueARNs) ? size(self.sourceQueueARNs) : 0) <= 10",message="redriveAllowPolicy may name at most 10 source queues, as SQS allows"
+type RedriveAllowPolicy struct {
+	// RedrivePermission is allowAll (any queue of the account and region),
+	// denyAll (none), or byQueue (those listed).
+	// +kubebuilder:validation:Enum=allowAll;denyAll;byQueue
+	RedrivePermission RedrivePermission `json:"redrivePermission"`
+
+	// SourceQueueRefs names Queues in this namespace that may use this queue
+	// as their dead-letter queue (byQueue). Their ARNs are this queue's
+	// with their SQS names, since SQS keeps a dead-letter queue in its
+	// sources' account and region.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	SourceQueueRefs []corev1.LocalObjectReference `json:"sourceQueueRefs,omitempty"`
+
+	// SourceQueueARNs are the ARNs of source queues that Tend does not
+	// manage (byQueue).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:Pattern=`^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$`
+	SourceQueueARNs []string `json:"sourceQueueARNs,omitempty"`
+}
+
+// RedrivePermission says which queues may use a queue as dead-letter queue.
+type RedrivePermission string
+
+const (
+	// RedrivePermissionAllowAll lets any source queue use it.
+	RedrivePermissionAllowAll RedrivePermission = "allowAll"
+	// RedrivePermissionDenyAll lets none.
+	RedrivePermissionDenyAll RedrivePermission = "denyAll"
+	// RedrivePermissionByQueue lets the listed source queues.
+	RedrivePermissionByQueue RedrivePermission = "byQueue"
+)
+
+// ManagementPolicy says what Tend may do to a Queue's SQS queue.
+// +kubebuilder:validation:Enum=Manage;Observe
+type ManagementPolicy string
+
+const (
+	// ManagementPolicyManage creates, updates, repairs and deletes the queue.
+	ManagementPolicyManage ManagementPolicy = "Manage"
+	// ManagementPolicyObserve only reads an existing queue.
+	ManagementPolicyObserve ManagementPolicy = "Observe"
+)
 
 // Connection overrides the manager's AWS settings for one Queue.
 type Connection struct {
@@ -210,6 +309,59 @@ type QueueStatus struct {
 	// nothing to do do not move it.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// Messages is the queue's approximate depth as SQS reported it at the
+	// last poll (no call of its own).
+	// +optional
+	Messages *QueueMessages `json:"messages,omitempty"`
+
+	// Attributes are the queue's attributes as SQS reported them at the last
+	// poll, its depth and timestamps aside; set with managementPolicy
+	// Observe only.
+	// +optional
+	Attributes map[string]string `json:"attributes,omitempty"`
+
+	// Redrive is the last message move that kubectl tend queue redrive
+	// asked for (the annotation sqs.tend.dev/redrive), and its progress.
+	// +optional
+	Redrive *RedriveStatus `json:"redrive,omitempty"`
+}
+
+// QueueMessages is a queue's approximate depth.
+type QueueMessages struct {
+	// Visible messages wait to be received (ApproximateNumberOfMessages).
+	Visible int64 `json:"visible"`
+	// InFlight messages were received and are not yet deleted or visible
+	// again (ApproximateNumberOfMessagesNotVisible).
+	InFlight int64 `json:"inFlight"`
+	// Delayed messages are not yet visible (ApproximateNumberOfMessagesDelayed).
+	Delayed int64 `json:"delayed"`
+}
+
+// RedriveStatus is a message move task from this (dead-letter) queue back
+// to its source queues.
+type RedriveStatus struct {
+	// Request is the value of the annotation sqs.tend.dev/redrive that
+	// this move answers; a new value asks for a new move.
+	Request string `json:"request"`
+	// TaskHandle is SQS's handle of the task.
+	// +optional
+	TaskHandle string `json:"taskHandle,omitempty"`
+	// State is SQS's status of the task (RUNNING, COMPLETED, CANCELLING,
+	// CANCELLED, FAILED), or Failed when SQS refused to start it.
+	State string `json:"state"`
+	// MessagesMoved is how many messages have moved so far.
+	// +optional
+	MessagesMoved int64 `json:"messagesMoved,omitempty"`
+	// MessagesToMove is how many messages the task set out to move.
+	// +optional
+	MessagesToMove int64 `json:"messagesToMove,omitempty"`
+	// Message says why the move failed or was refused.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// StartTime is when the task started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
 }
 
 // Queue is an Amazon SQS queue that Tend creates, keeps in line with its spec,
@@ -220,6 +372,10 @@ type QueueStatus struct {
 // +kubebuilder:resource:categories=tend
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`
+// +kubebuilder:printcolumn:name="Messages",type=integer,JSONPath=`.status.messages.visible`
+// +kubebuilder:printcolumn:name="In-Flight",type=integer,JSONPath=`.status.messages.inFlight`
+// +kubebuilder:printcolumn:name="Delayed",type=integer,JSONPath=`.status.messages.delayed`,priority=1
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.managementPolicy`,priority=1
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.queueURL`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="(has(self.spec.queueName) ? self.spec.queueName : self.metadata.name).matches('^[A-Za-z0-9_-]{1,75}[.]fifo$') || (has(self.spec.queueName) ? self.spec.queueName : self.metadata.name).matches('^[A-Za-z0-9_-]{1,80}$')",message="the queue name (spec.queueName, or metadata.name when that is unset) may hold only letters, digits, '-' and '_', plus a .fifo suffix, and at most 80 characters: set spec.queueName"
@@ -233,6 +389,10 @@ type Queue struct {
 	Spec   QueueSpec   `json:"spec"`
 	Status QueueStatus `json:"status,omitempty"`
 }
+
+// Observed reports whether Tend only observes the queue (managementPolicy
+// Observe).
+func (q *Queue) Observed() bool { return q.Spec.ManagementPolicy == ManagementPolicyObserve }
 
 // SQSName is the queue's name in SQS: spec.queueName, or metadata.name.
 func (q *Queue) SQSName() string {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,6 +40,7 @@ const Name = "queue"
 const (
 	indexSecret = "spec.connection.secretRef.name"
 	indexDLQ    = "spec.redrive.deadLetterQueueRef.name"
+	indexSource = "spec.redriveAllowPolicy.sourceQueueRefs.name"
 )
 
 // Options are the queue controller's settings.
@@ -166,27 +168,34 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// and deletes no queue (docs/reliability.md).
 		r.Connector.Default.Gate = manager.GateOf(mgr)
 	}
-	// Secrets and dead-letter Queues map back to the Queues that name them.
-	indexes := map[string]func(*sqsv1alpha1.Queue) string{
-		indexSecret: func(q *sqsv1alpha1.Queue) string {
+	// Secrets, dead-letter Queues and source Queues map back to the Queues
+	// that name them.
+	indexes := map[string]func(*sqsv1alpha1.Queue) []string{
+		indexSecret: func(q *sqsv1alpha1.Queue) []string {
 			if c := q.Spec.Connection; c != nil && c.SecretRef != nil {
-				return c.SecretRef.Name
-			}
-			return ""
-		},
-		indexDLQ: func(q *sqsv1alpha1.Queue) string {
-			if rd := q.Spec.Redrive; rd != nil && rd.DeadLetterQueueRef != nil {
-				return rd.DeadLetterQueueRef.Name
-			}
-			return ""
-		},
-	}
-	for key, name := range indexes {
-		err := mgr.GetFieldIndexer().IndexField(context.Background(), &sqsv1alpha1.Queue{}, key, func(o client.Object) []string {
-			if n := name(o.(*sqsv1alpha1.Queue)); n != "" {
-				return []string{n}
+				return []string{c.SecretRef.Name}
 			}
 			return nil
+		},
+		indexDLQ: func(q *sqsv1alpha1.Queue) []string {
+			if rd := q.Spec.Redrive; rd != nil && rd.DeadLetterQueueRef != nil {
+				return []string{rd.DeadLetterQueueRef.Name}
+			}
+			return nil
+		},
+		indexSource: func(q *sqsv1alpha1.Queue) []string {
+			var names []string
+			if p := q.Spec.RedriveAllowPolicy; p != nil {
+				for _, ref := range p.SourceQueueRefs {
+					names = append(names, ref.Name)
+				}
+			}
+			return names
+		},
+	}
+	for key, names := range indexes {
+		err := mgr.GetFieldIndexer().IndexField(context.Background(), &sqsv1alpha1.Queue{}, key, func(o client.Object) []string {
+			return names(o.(*sqsv1alpha1.Queue))
 		})
 		if err != nil {
 			return fmt.Errorf("indexing Queues by %s: %w", key, err)
@@ -202,8 +211,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A connection Secret is the user's: its metadata tells which it
 		// is, and the Connector reads its data.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexSecret)), builder.OnlyMetadata).
-		// A dead-letter Queue becoming Ready (its status) lets its users go on.
-		Watches(&sqsv1alpha1.Queue{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexDLQ))).
+		// A dead-letter Queue getting its ARN (it became Ready) lets its
+		// users go on, and a source Queue's arrival lets the dead-letter
+		// Queue that allows it go on. Other changes, its depth among them,
+		// cost the Queues that name it no pass.
+		Watches(&sqsv1alpha1.Queue{}, handler.EnqueueRequestsFromMapFunc(r.queuesFor(indexDLQ, indexSource)),
+			builder.WithPredicates(arnChanged)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			// Failed passes back off per Queue from 1s to 5m: gentle with SQS
@@ -213,18 +226,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(r)
 }
 
-// queuesFor maps an object to the Queues in its namespace whose index key
-// names it.
-func (r *Reconciler) queuesFor(index string) handler.MapFunc {
+// arnChanged lets through the creation and deletion of a Queue, and the
+// updates that change its ARN in status: all that the Queues naming it
+// (as dead-letter queue or as source) read of it.
+var arnChanged = predicate.TypedFuncs[client.Object]{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*sqsv1alpha1.Queue)
+		cur, okNew := e.ObjectNew.(*sqsv1alpha1.Queue)
+		return !okOld || !okNew || old.Status.QueueARN != cur.Status.QueueARN
+	},
+}
+
+// queuesFor maps an object to the Queues in its namespace whose index keys
+// name it.
+func (r *Reconciler) queuesFor(indexes ...string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list sqsv1alpha1.QueueList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing Queues to requeue", "index", index, "object", client.ObjectKeyFromObject(o))
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, q := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&q)})
+		var reqs []reconcile.Request
+		for _, index := range indexes {
+			var list sqsv1alpha1.QueueList
+			if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing Queues to requeue", "index", index, "object", client.ObjectKeyFromObject(o))
+				continue
+			}
+			for _, q := range list.Items {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&q)})
+			}
 		}
 		return reqs
 	}

@@ -13,11 +13,17 @@ import (
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 )
 
-// create makes the queue with its attributes and tags, and records it.
+// create makes the queue with its attributes and tags, and records it. A
+// redriveAllowPolicy that names source Queues needs the new queue's ARN,
+// so it is set right after the create, in the same pass.
 func (r *Reconciler) create(ctx context.Context, api *sqs.Client, q *sqsv1alpha1.Queue, dlqARN string) error {
+	sources, err := r.sourceARNs(ctx, q, "")
+	if err != nil {
+		return err
+	}
 	out, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{
 		QueueName:  awssdk.String(q.SQSName()),
-		Attributes: createAttributes(&q.Spec, dlqARN),
+		Attributes: createAttributes(&q.Spec, dlqARN, sources),
 		Tags:       desiredTags(q),
 	})
 	if err != nil {
@@ -32,6 +38,18 @@ func (r *Reconciler) create(ctx context.Context, api *sqs.Client, q *sqsv1alpha1
 	}
 	recreated := q.Status.QueueURL != ""
 	q.Status.QueueURL, q.Status.QueueARN = url, arn.Attributes[attrQueueArn]
+	q.Status.Messages = &sqsv1alpha1.QueueMessages{} // a new queue is empty
+	if p := q.Spec.RedriveAllowPolicy; p != nil && len(p.SourceQueueRefs) > 0 {
+		sources, err := r.sourceARNs(ctx, q, q.Status.QueueARN)
+		if err != nil {
+			return err
+		}
+		if _, err := api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: map[string]string{
+			attrRedriveAllowPolicy: redriveAllowPolicy(p.RedrivePermission, sources),
+		}}); err != nil {
+			return fmt.Errorf("setting the new queue's RedriveAllowPolicy: %w", err)
+		}
+	}
 	now := metav1.NewTime(r.Clock.Now())
 	q.Status.LastSyncTime = &now
 	if recreated {

@@ -39,6 +39,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, q *sqsv1alpha1.Queue) 
 	case q.Annotations[sqsv1alpha1.AnnotationReleaseFinalizer] == "true":
 		r.event(q, corev1.EventTypeWarning, "FinalizerReleased", "Delete", fmt.Sprintf(
 			"Released by the %s annotation: the SQS queue %s, if it exists, was left in place", sqsv1alpha1.AnnotationReleaseFinalizer, q.SQSName()))
+	case q.Observed():
+		r.event(q, corev1.EventTypeNormal, "Retained", "Delete", "Left the SQS queue in place (managementPolicy Observe never deletes it)")
 	case q.Spec.DeletionPolicy == sqsv1alpha1.DeletionPolicyRetain:
 		r.event(q, corev1.EventTypeNormal, "Retained", "Delete", "Left the SQS queue in place (deletionPolicy Retain)")
 	case q.Status.QueueURL == "":

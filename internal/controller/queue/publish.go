@@ -12,7 +12,7 @@ import (
 )
 
 // publish writes the ConfigMap <name>-queue that consumers read the queue's
-// URL and ARN from. An unchanged ConfigMap is not written.
+// name, URL, ARN and region from. An unchanged ConfigMap is not written.
 func (r *Reconciler) publish(ctx context.Context, q *sqsv1alpha1.Queue) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name + "-queue"}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
@@ -22,11 +22,22 @@ func (r *Reconciler) publish(ctx context.Context, q *sqsv1alpha1.Queue) error {
 			return fmt.Errorf("ConfigMap %s exists but was not made by Tend for this Queue; delete or rename it", cm.Name)
 		}
 		cm.Labels = map[string]string{"app.kubernetes.io/managed-by": "tend", "sqs.tend.dev/queue": q.Name}
-		cm.Data = map[string]string{"queueName": q.SQSName(), "queueURL": q.Status.QueueURL, "queueARN": q.Status.QueueARN}
+		cm.Data = connectionData(q)
 		return controllerutil.SetControllerReference(q, cm, r.Scheme())
 	})
 	if err != nil {
 		return fmt.Errorf("publishing the ConfigMap %s: %w", cm.Name, err)
 	}
 	return nil
+}
+
+// connectionData is what the ConfigMap holds: the queue's name, URL, ARN
+// and region (from the ARN, so the one SQS reported). Nothing secret: the
+// credentials stay in the Secret that the application mounts itself.
+func connectionData(q *sqsv1alpha1.Queue) map[string]string {
+	data := map[string]string{"queueName": q.SQSName(), "queueURL": q.Status.QueueURL, "queueARN": q.Status.QueueARN}
+	if region := regionOf(q.Status.QueueARN); region != "" {
+		data["region"] = region
+	}
+	return data
 }

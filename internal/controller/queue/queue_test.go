@@ -49,7 +49,7 @@ func TestCreateUpdateAndPublish(t *testing.T) {
 
 	cm := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "orders-queue"}, cm)).To(Succeed())
-	g.Expect(cm.Data).To(Equal(map[string]string{"queueName": name, "queueURL": got.Status.QueueURL, "queueARN": got.Status.QueueARN}))
+	g.Expect(cm.Data).To(Equal(map[string]string{"queueName": name, "queueURL": got.Status.QueueURL, "queueARN": got.Status.QueueARN, "region": moto.Region}))
 	g.Expect(metav1.IsControlledBy(cm, got)).To(BeTrue())
 
 	// An update of the spec reaches SQS.

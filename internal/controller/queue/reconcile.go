@@ -65,13 +65,27 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, q *sqsv1alpha1.Queue) 
 	if err != nil {
 		return r.fail(q, err)
 	}
+	if q.Observed() {
+		return r.reconcileObserve(ctx, callCtx, api, q)
+	}
 	dlqARN, waiting := r.deadLetterARN(ctx, q)
+	reason, what := sqsv1alpha1.ReasonWaitingForDeadLetterQueue, "the dead-letter queue"
+	if waiting == "" {
+		waiting = r.sourceQueuesWaiting(ctx, q)
+		reason, what = sqsv1alpha1.ReasonWaitingForSourceQueue, "a source Queue of redriveAllowPolicy"
+	}
 	if waiting != "" {
-		setSynced(q, metav1.ConditionFalse, sqsv1alpha1.ReasonWaitingForDeadLetterQueue, waiting)
-		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonCreating, "Waiting for the dead-letter queue")
-		return ctrl.Result{}, nil // the dead-letter Queue's change starts the next pass
+		setSynced(q, metav1.ConditionFalse, reason, waiting)
+		setReady(q, metav1.ConditionFalse, sqsv1alpha1.ReasonCreating, "Waiting for "+what)
+		return ctrl.Result{}, nil // the other Queue's change starts the next pass
 	}
 
+	if q.Status.Attributes != nil {
+		// The last pass only observed the queue (managementPolicy Observe):
+		// that does not make it this Queue's, so ownership and adoption
+		// decide as for a queue seen for the first time.
+		q.Status.QueueURL, q.Status.QueueARN, q.Status.Attributes = "", "", nil
+	}
 	obs, err := observe(callCtx, api, q)
 	if err != nil {
 		return r.fail(q, err)
@@ -117,10 +131,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, q *sqsv1alpha1.Queue) 
 	if err := r.publish(ctx, q); err != nil {
 		return ctrl.Result{}, err
 	}
+	moving, err := r.redrive(callCtx, api, q)
+	if err != nil {
+		return r.fail(q, err)
+	}
 	setSynced(q, metav1.ConditionTrue, sqsv1alpha1.ReasonSynced, "")
 	setReady(q, metav1.ConditionTrue, sqsv1alpha1.ReasonAvailable, "The queue exists and matches the spec")
 	q.Status.ObservedGeneration = q.Generation
-	return r.done(q), nil
+	res := r.done(q)
+	if moving && res.RequeueAfter > redrivePoll {
+		res.RequeueAfter = redrivePoll
+	}
+	return res, nil
 }
 
 // done is the result of a pass that succeeded: come back at the next poll.
@@ -130,6 +152,46 @@ func (r *Reconciler) done(q *sqsv1alpha1.Queue) ctrl.Result {
 		interval = q.Spec.PollInterval.Duration
 	}
 	return ctrl.Result{RequeueAfter: r.Jitter(interval)}
+}
+
+// sourceQueuesWaiting says why the pass must wait for a Queue that
+// redriveAllowPolicy.sourceQueueRefs names, or "" when all exist.
+func (r *Reconciler) sourceQueuesWaiting(ctx context.Context, q *sqsv1alpha1.Queue) string {
+	if q.Spec.RedriveAllowPolicy == nil {
+		return ""
+	}
+	for _, ref := range q.Spec.RedriveAllowPolicy.SourceQueueRefs {
+		src := &sqsv1alpha1.Queue{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: ref.Name}, src); err != nil {
+			return fmt.Sprintf("The source Queue %s of redriveAllowPolicy cannot be read (%v): create it in this namespace", ref.Name, err)
+		}
+	}
+	return ""
+}
+
+// sourceARNs resolves redriveAllowPolicy's sources to ARNs: the listed ARNs,
+// and the referenced Queues' SQS names in the account and region of ownARN,
+// this queue's ARN. Nil when references need an ARN that is not known yet.
+func (r *Reconciler) sourceARNs(ctx context.Context, q *sqsv1alpha1.Queue, ownARN string) ([]string, error) {
+	p := q.Spec.RedriveAllowPolicy
+	if p == nil {
+		return nil, nil
+	}
+	arns := append([]string{}, p.SourceQueueARNs...)
+	if len(p.SourceQueueRefs) == 0 {
+		return arns, nil
+	}
+	if ownARN == "" {
+		return nil, nil
+	}
+	for _, ref := range p.SourceQueueRefs {
+		src := &sqsv1alpha1.Queue{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: ref.Name}, src); err != nil {
+			return nil, fmt.Errorf("reading the source Queue %s of redriveAllowPolicy: %w", ref.Name, err)
+		}
+		arns = append(arns, sourceQueueARN(ownARN, src.SQSName()))
+	}
+	return arns, nil
 }
 
 // deadLetterARN returns the ARN of the spec's dead-letter queue, or why the

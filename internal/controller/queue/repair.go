@@ -18,7 +18,11 @@ import (
 // repair sets the attributes and tags that drifted from the spec.
 func (r *Reconciler) repair(ctx context.Context, api *sqs.Client, q *sqsv1alpha1.Queue, obs observed, dlqARN string, adopted bool) error {
 	var changed []string
-	if attrs := attributeChanges(desiredAttributes(&q.Spec, dlqARN), obs.attrs); attrs != nil {
+	sources, err := r.sourceARNs(ctx, q, obs.attrs[attrQueueArn])
+	if err != nil {
+		return err
+	}
+	if attrs := attributeChanges(desiredAttributes(&q.Spec, dlqARN, sources), obs.attrs); attrs != nil {
 		if _, err := api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &obs.url, Attributes: attrs}); err != nil {
 			return fmt.Errorf("setting the attributes %s: %w", strings.Join(slices.Sorted(maps.Keys(attrs)), ", "), err)
 		}
@@ -40,6 +44,7 @@ func (r *Reconciler) repair(ctx context.Context, api *sqs.Client, q *sqsv1alpha1
 		}
 	}
 	q.Status.QueueURL, q.Status.QueueARN = obs.url, obs.attrs[attrQueueArn]
+	q.Status.Messages = messagesOf(obs.attrs)
 	if len(changed) > 0 || adopted {
 		now := metav1.NewTime(r.Clock.Now())
 		q.Status.LastSyncTime = &now

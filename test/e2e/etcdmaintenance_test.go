@@ -139,7 +139,7 @@ func TestEtcdClusterNoSpace(t *testing.T) {
 
 	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("2Gi")) })
 	e.waitDegraded(t, etcdv1alpha1.ReasonVolumesCannotGrow, "does not allow volume expansion")
-	pvc, _ := e.podAndClaim(t, e.Name+"-0")
+	_, pvc := e.podAndClaim(t, e.Name+"-0")
 	if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("1Gi")) != 0 {
 		t.Errorf("claim %s asks for %s after a size the class cannot give, want it untouched at 1Gi", pvc.Name, got.String())
 	}

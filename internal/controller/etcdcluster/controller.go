@@ -42,7 +42,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdrestores/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list;watch
 
 // Name is the controller's name for --controllers.
 const Name = "etcdcluster"

@@ -94,8 +94,8 @@ func (r *Reconciler) observeMaintenance(ctx context.Context, w *world) error {
 }
 
 // observeClaims reads the current members' volume claims; the StorageClass
-// of a claim smaller than spec.storage.size is read to see whether it may
-// grow (only then: a cluster at its size reads no class).
+// of a claim smaller than spec.storage.size is looked up, in the manager's
+// cache, to see whether it may grow.
 func (r *Reconciler) observeClaims(ctx context.Context, w *world) ([]claimView, error) {
 	c := w.cluster
 	size := storageSize(c.Spec.Storage.Size)
@@ -109,7 +109,7 @@ func (r *Reconciler) observeClaims(ctx context.Context, w *world) ([]claimView, 
 		v := claimViewOf(pvc)
 		if v.request < size && v.class != "" {
 			sc := &storagev1.StorageClass{}
-			switch err := r.APIReader.Get(ctx, client.ObjectKey{Name: v.class}, sc); {
+			switch err := r.Get(ctx, client.ObjectKey{Name: v.class}, sc); {
 			case apierrors.IsNotFound(err):
 			case err != nil:
 				return nil, fmt.Errorf("reading StorageClass %s: %w", v.class, err)

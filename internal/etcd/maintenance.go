@@ -95,21 +95,9 @@ func (c *Client) DisarmNoSpace(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// NoSpace tells whether statuses report a NOSPACE alarm: every member
-// lists the cluster's alarms among its Errors.
-func NoSpace(statuses []MemberStatus) bool {
-	for _, s := range statuses {
-		for _, e := range s.Errors {
-			if IsNoSpaceAlarm(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // IsNoSpaceAlarm tells whether one of a member's Errors is a NOSPACE
-// alarm ("memberID:… alarm:NOSPACE").
+// alarm ("memberID:… alarm:NOSPACE"). Alarms are the cluster's: every
+// member lists them all.
 func IsNoSpaceAlarm(e string) bool {
 	return strings.Contains(e, "alarm:"+pb.AlarmType_NOSPACE.String())
 }

@@ -48,13 +48,9 @@ compression of the cluster's spec.backup. The operator takes and verifies it;
 		ValidArgsFunction: o.completeNames(kindEtcdCluster),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cs, ns, err := o.clientsIn()
+			cs, c, err := o.clusterNamed(ctx, args[0])
 			if err != nil {
 				return err
-			}
-			c := &etcdv1alpha1.EtcdCluster{}
-			if err := cs.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, c); err != nil {
-				return fmt.Errorf("reading EtcdCluster %s/%s: %w", ns, args[0], err)
 			}
 			b, err := BackupFor(c, name, time.Now())
 			if err != nil {
@@ -284,6 +280,20 @@ func conditionsOfObject(obj client.Object) []metav1.Condition {
 		return o.Status.Conditions
 	}
 	return nil
+}
+
+// clusterNamed reads the EtcdCluster name in the command's namespace,
+// and returns the clients that read it.
+func (o *options) clusterNamed(ctx context.Context, name string) (*clients, *etcdv1alpha1.EtcdCluster, error) {
+	cs, ns, err := o.clientsIn()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &etcdv1alpha1.EtcdCluster{}
+	if err := cs.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+		return nil, nil, fmt.Errorf("reading EtcdCluster %s/%s: %w", ns, name, err)
+	}
+	return cs, c, nil
 }
 
 // clientsIn is clients() and namespace() together.

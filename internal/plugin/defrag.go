@@ -32,13 +32,9 @@ complete (or stall).`,
 		ValidArgsFunction: o.completeNames(kindEtcdCluster),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cs, ns, err := o.clientsIn()
+			cs, c, err := o.clusterNamed(ctx, args[0])
 			if err != nil {
 				return err
-			}
-			c := &etcdv1alpha1.EtcdCluster{}
-			if err := cs.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, c); err != nil {
-				return fmt.Errorf("reading EtcdCluster %s/%s: %w", ns, args[0], err)
 			}
 			request, patch := DefragPatch(time.Now())
 			if err := cs.Patch(ctx, c, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldManager)); err != nil {

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,13 +52,9 @@ type revisionLog struct {
 // member claims have spec.storage.size.
 func (r *Reconciler) observeMaintenance(ctx context.Context, w *world) error {
 	c := w.cluster
-	statuses := make([]etcd.MemberStatus, len(w.members))
-	for i, m := range w.members {
-		statuses[i] = m.MemberStatus
-	}
 	m := maintenanceWorld{
 		compaction: compactionOf(c), current: clusterRevision(w.members), defrag: defragOf(c, w.now()),
-		request: c.Annotations[etcdv1alpha1.AnnotationDefragment], alarm: etcd.NoSpace(statuses),
+		request: c.Annotations[etcdv1alpha1.AnnotationDefragment], alarm: noSpaceRaised(w.members),
 	}
 	if st := c.Status.Maintenance; st != nil {
 		m.status = *st.DeepCopy()
@@ -80,17 +77,25 @@ func (r *Reconciler) observeMaintenance(ctx context.Context, w *world) error {
 		return err
 	}
 	m.volumes = planVolumes(storageSize(c.Spec.Storage.Size), claims)
-	var backups etcdv1alpha1.EtcdBackupList
-	if err := r.List(ctx, &backups, client.InNamespace(c.Namespace)); err != nil {
-		return fmt.Errorf("listing EtcdBackups: %w", err)
-	}
-	for i := range backups.Items {
-		if b := &backups.Items[i]; b.Spec.ClusterRef.Name == c.Name && backupInFlight(b) {
-			m.backupInFlight = b.Name
+	if m.compaction.by == compactedByTend { // only Tend's compaction waits for backups
+		backups, err := r.backupsOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		for i := range backups {
+			if backupInFlight(&backups[i]) {
+				m.backupInFlight = backups[i].Name
+			}
 		}
 	}
 	w.maint = m
 	return nil
+}
+
+// noSpaceRaised tells whether the members report a NOSPACE alarm: each
+// lists the cluster's alarms among its errors.
+func noSpaceRaised(members []memberView) bool {
+	return slices.ContainsFunc(members, func(m memberView) bool { return slices.ContainsFunc(m.Errors, etcd.IsNoSpaceAlarm) })
 }
 
 // observeClaims reads the current members' volume claims; the StorageClass
@@ -154,9 +159,8 @@ func noSpaceInputOf(w *world) noSpaceInput {
 	if m.floor > 0 {
 		in.current = min(in.current, m.floor)
 	}
-	in.largest = largestDB(w.members)
 	for _, mv := range w.members {
-		in.inUse = max(in.inUse, mv.DBSizeInUse)
+		in.largest, in.inUse = max(in.largest, mv.DBSize), max(in.inUse, mv.DBSizeInUse)
 	}
 	retention := compactionInputOf(w)
 	if rev := compactionTarget(retention); rev > retention.compacted {

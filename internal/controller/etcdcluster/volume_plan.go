@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 // claimView is one member's volume claim as a growth of spec.storage.size
@@ -27,7 +28,7 @@ type claimView struct {
 
 // claimViewOf reads pvc.
 func claimViewOf(pvc *corev1.PersistentVolumeClaim) claimView {
-	v := claimView{name: pvc.Name, class: ptrString(pvc.Spec.StorageClassName)}
+	v := claimView{name: pvc.Name, class: ptr.Deref(pvc.Spec.StorageClassName, "")}
 	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
 		v.request = q.Value()
 	}
@@ -43,13 +44,6 @@ func claimViewOf(pvc *corev1.PersistentVolumeClaim) claimView {
 		}
 	}
 	return v
-}
-
-func ptrString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // volumeStep is what growing the volumes needs now.

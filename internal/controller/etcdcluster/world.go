@@ -260,14 +260,14 @@ func adoptable(pod *corev1.Pod, template corev1.PodTemplateSpec) bool {
 // latestVerifiedBackup is the newest EtcdBackup of c that is Complete and
 // Verified, or "".
 func (r *Reconciler) latestVerifiedBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (string, error) {
-	var list etcdv1alpha1.EtcdBackupList
-	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
-		return "", fmt.Errorf("listing EtcdBackups: %w", err)
+	backups, err := r.backupsOf(ctx, c)
+	if err != nil {
+		return "", err
 	}
 	var best *etcdv1alpha1.EtcdBackup
-	for i := range list.Items {
-		b := &list.Items[i]
-		if b.Spec.ClusterRef.Name != c.Name || b.DeletionTimestamp != nil || b.Status.CompletionTime == nil ||
+	for i := range backups {
+		b := &backups[i]
+		if b.DeletionTimestamp != nil || b.Status.CompletionTime == nil ||
 			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) ||
 			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupVerified) {
 			continue
@@ -280,6 +280,15 @@ func (r *Reconciler) latestVerifiedBackup(ctx context.Context, c *etcdv1alpha1.E
 		return "", nil
 	}
 	return best.Name, nil
+}
+
+// backupsOf lists the EtcdBackups of c, from the cache.
+func (r *Reconciler) backupsOf(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]etcdv1alpha1.EtcdBackup, error) {
+	var list etcdv1alpha1.EtcdBackupList
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing EtcdBackups: %w", err)
+	}
+	return slices.DeleteFunc(list.Items, func(b etcdv1alpha1.EtcdBackup) bool { return b.Spec.ClusterRef.Name != c.Name }), nil
 }
 
 // restoresOf lists the EtcdRestores of c, oldest first.

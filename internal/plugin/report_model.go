@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -248,6 +249,23 @@ func maintenanceFacts(m *etcdv1alpha1.MaintenanceStatus) []Fact {
 	}
 	if n := m.NoSpace; n != nil {
 		facts = append(facts, Fact{"NOSPACE", fmt.Sprintf("since %s, %s: %s", n.Since.UTC().Format(time.RFC3339), n.Stage, n.Message)})
+	}
+	if v := m.VolumeMigration; v != nil {
+		target := v.StorageClassName
+		if v.Size != nil {
+			target = strings.TrimPrefix(target+" "+v.Size.String(), " ")
+		}
+		what := fmt.Sprintf("%s to %s", v.Phase, target)
+		if len(v.Remaining) > 0 {
+			what += ", to move: " + strings.Join(v.Remaining, ", ")
+		}
+		if len(v.RetainedVolumes) > 0 {
+			what += ", old volumes kept: " + strings.Join(v.RetainedVolumes, ", ")
+		}
+		if v.Message != "" && v.Phase != etcdv1alpha1.MigrationCompleted {
+			what += ": " + v.Message
+		}
+		facts = append(facts, Fact{"Volume migration", what})
 	}
 	return facts
 }

@@ -175,10 +175,16 @@ func TestMaintenanceFacts(t *testing.T) {
 		Defragmentation: &etcdv1alpha1.DefragmentationStatus{Cause: etcdv1alpha1.DefragmentationRequested, Phase: etcdv1alpha1.DefragmentationRunning,
 			Members: []string{"kv-0", "kv-2", "kv-1"}, Results: []etcdv1alpha1.DefragmentationResult{{Member: "kv-0"}}},
 		NoSpace: &etcdv1alpha1.NoSpaceStatus{Since: at, Stage: etcdv1alpha1.NoSpaceRetention, Message: "defragmenting every member"},
+		VolumeMigration: &etcdv1alpha1.VolumeMigrationStatus{StorageClassName: "fast", Size: ptr.To(resource.MustParse("2Gi")),
+			Phase: etcdv1alpha1.MigrationMigrating, Remaining: []string{"kv-2"}, RetainedVolumes: []string{"pv-1"}, Message: "Waiting for kv-1 to be a healthy voter"},
 	})
 	g.Expect(facts).To(Equal([]Fact{
 		{"Compaction", "by Tend, keeping 1h0m0s; last to revision 4000 at 2026-11-27T12:00:00Z"},
 		{"Defragmentation", "Running (Requested), 1 of 3 members"},
 		{"NOSPACE", "since 2026-11-27T12:00:00Z, Retention: defragmenting every member"},
+		{"Volume migration", "Migrating to fast 2Gi, to move: kv-2, old volumes kept: pv-1: Waiting for kv-1 to be a healthy voter"},
 	}))
+	done := maintenanceFacts(&etcdv1alpha1.MaintenanceStatus{VolumeMigration: &etcdv1alpha1.VolumeMigrationStatus{
+		Size: ptr.To(resource.MustParse("2Gi")), Phase: etcdv1alpha1.MigrationCompleted, Message: "Every member stands on a volume claim of 2Gi"}})
+	g.Expect(done).To(Equal([]Fact{{"Volume migration", "Completed to 2Gi"}}))
 }

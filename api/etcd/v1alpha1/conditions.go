@@ -149,9 +149,13 @@ const (
 	// ReasonExpandingVolumes: the member claims were asked to grow to
 	// spec.storage.size; the message says how far each volume is.
 	ReasonExpandingVolumes = "ExpandingVolumes"
-	// ReasonVolumesCannotGrow: spec.storage.size is larger than member
-	// claims whose StorageClass does not allow expansion.
-	ReasonVolumesCannotGrow = "VolumesCannotGrow"
+	// ReasonMigratingVolumes: members move one at a time onto new volume
+	// claims of spec.storage's class and size (a class change, or a size
+	// that their class cannot grow to).
+	ReasonMigratingVolumes = "MigratingVolumes"
+	// ReasonVolumeMigrationBlocked: the volume migration cannot go on
+	// until a person acts (its backup failed, or a one-member cluster).
+	ReasonVolumeMigrationBlocked = "VolumeMigrationBlocked"
 	// ReasonReconcileFailed: Tend's last pass failed; the message quotes
 	// the error. Tend retries with backoff.
 	ReasonReconcileFailed = "ReconcileFailed"
@@ -181,6 +185,18 @@ const (
 	// member: a new value (kubectl tend defrag sets the time) starts one
 	// when the cluster can take it.
 	AnnotationDefragment = "etcd.tend.dev/defragment"
+)
+
+// Marks on the PersistentVolume of a member's old claim, kept while the
+// member moves onto a new claim (status.maintenance.volumeMigration).
+const (
+	// LabelRetainedFor is the UID of the cluster that keeps the volume.
+	LabelRetainedFor = "etcd.tend.dev/retained-for"
+	// AnnotationRetainedMember is the member whose data the volume held.
+	AnnotationRetainedMember = "etcd.tend.dev/retained-member"
+	// AnnotationReclaimPolicy is the volume's reclaim policy before Tend
+	// set it to Retain; Tend sets it back once the member is replaced.
+	AnnotationReclaimPolicy = "etcd.tend.dev/reclaim-policy"
 )
 
 // AnnotationMemberRevision on a member pod (from the StatefulSet's

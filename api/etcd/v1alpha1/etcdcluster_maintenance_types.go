@@ -127,6 +127,10 @@ type MaintenanceStatus struct {
 	// NoSpace is the recovery from a NOSPACE alarm under way.
 	// +optional
 	NoSpace *NoSpaceStatus `json:"noSpace,omitempty"`
+	// VolumeMigration is the move of the members onto new volume claims,
+	// under way or the last one.
+	// +optional
+	VolumeMigration *VolumeMigrationStatus `json:"volumeMigration,omitempty"`
 }
 
 // CompactionStatus says how the history is kept.
@@ -226,4 +230,54 @@ type NoSpaceStatus struct {
 	// Message says what the recovery does, or what a person must do.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// Volume migration phases.
+const (
+	// MigrationBackingUp: the verified backup that comes before the first
+	// member moves is being taken.
+	MigrationBackingUp = "BackingUp"
+	// MigrationMigrating: members move one at a time.
+	MigrationMigrating = "Migrating"
+	// MigrationBlocked: the migration cannot go on until a person acts;
+	// Message says what to do.
+	MigrationBlocked = "Blocked"
+	// MigrationCompleted: every member stands on a claim of the target,
+	// and the old volumes are released.
+	MigrationCompleted = "Completed"
+)
+
+// VolumeMigrationStatus is the move of the members, one at a time, onto
+// new volume claims of spec.storage's class and size: each member leaves
+// etcd, comes back empty on a new claim as a learner and is promoted; the
+// volume of its old claim is kept until then.
+type VolumeMigrationStatus struct {
+	// StorageClassName and Size are the claims' target.
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// Phase is BackingUp, Migrating, Blocked or Completed.
+	Phase string `json:"phase"`
+	// Message says what the migration does, or what a person must do.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Backup is the verified EtcdBackup taken before the first member
+	// moved.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// Remaining are the members still on claims that differ from the
+	// target.
+	// +optional
+	Remaining []string `json:"remaining,omitempty"`
+	// RetainedVolumes are the PersistentVolumes of moved members' old
+	// claims, kept (reclaim policy Retain) until each replacement is a
+	// healthy voter, then given back to their original reclaim policy.
+	// +optional
+	RetainedVolumes []string `json:"retainedVolumes,omitempty"`
+	// StartedAt and CompletedAt bound the migration.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 }

@@ -266,16 +266,21 @@ type QuorumLoss struct {
 // Storage is where a member keeps its data.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: a volume cannot be made smaller; create a new cluster from a backup instead"
-// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName is immutable: members keep the volumes they have"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || has(self.storageClassName)",message="spec.storage.storageClassName cannot be unset once set: name the class the members should move to"
+// +kubebuilder:validation:XValidation:rule="!(has(self.ephemeral) && self.ephemeral) || has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName is immutable for ephemeral members: they have no volume claims"
 // +kubebuilder:validation:XValidation:rule="(has(self.ephemeral) && self.ephemeral) == (has(oldSelf.ephemeral) && oldSelf.ephemeral)",message="spec.storage.ephemeral is immutable: create a new cluster instead"
 type Storage struct {
-	// Size of each member's volume.
+	// Size of each member's volume. It may grow, not shrink: claims whose
+	// StorageClass allows expansion grow in place; the others' members
+	// move onto new claims of this size, as for a class change.
 	// +kubebuilder:default="1Gi"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// StorageClassName of the volumes; empty uses the cluster's default
-	// StorageClass.
+	// StorageClass. A change moves the members, one at a time, onto new
+	// claims of the new class (status.maintenance.volumeMigration), after
+	// a verified backup; once set, it cannot be unset.
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 

@@ -1,6 +1,8 @@
 package etcdcluster
 
 import (
+	"fmt"
+	"hash/fnv"
 	"strings"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -113,6 +115,22 @@ func upgradeBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
 	if c.Spec.Backup == nil {
 		b.Spec.Destination.Volume.ClaimName = upgradeBackupClaimName(c)
 	}
+	return b
+}
+
+// migrationBackupName is the EtcdBackup taken before the members move
+// onto claims of the spec's class and size: one per target.
+func migrationBackupName(c *etcdv1alpha1.EtcdCluster) string {
+	h, size := fnv.New32a(), storageQuantity(c)
+	_, _ = fmt.Fprintf(h, "%s/%s", ptr.Deref(c.Spec.Storage.StorageClassName, ""), size.String())
+	return names.Child(c.Name, fmt.Sprintf("-migrate-%08x", h.Sum32()), names.EtcdBackup)
+}
+
+// migrationBackup is the backup of c before its members move onto new
+// claims: as the one before an upgrade, verified.
+func migrationBackup(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdBackup {
+	b := upgradeBackup(c)
+	b.Name = migrationBackupName(c)
 	return b
 }
 

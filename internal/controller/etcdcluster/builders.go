@@ -91,15 +91,20 @@ func podDisruptionBudget(c *etcdv1alpha1.EtcdCluster, members int32) *policyv1.P
 // claimSpec is the spec of a member's volume claim, and of the claim of
 // a final snapshot: a member's volume holds the database and more.
 func claimSpec(c *etcdv1alpha1.EtcdCluster) corev1.PersistentVolumeClaimSpec {
-	size := resource.MustParse("1Gi")
-	if c.Spec.Storage.Size != nil {
-		size = *c.Spec.Storage.Size
-	}
+	size := storageQuantity(c)
 	return corev1.PersistentVolumeClaimSpec{
 		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 		StorageClassName: c.Spec.Storage.StorageClassName,
 		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
 	}
+}
+
+// storageQuantity is spec.storage.size, or its default.
+func storageQuantity(c *etcdv1alpha1.EtcdCluster) resource.Quantity {
+	if c.Spec.Storage.Size != nil {
+		return *c.Spec.Storage.Size
+	}
+	return resource.MustParse("1Gi")
 }
 
 // initialCluster renders etcd's --initial-cluster for the named members.

@@ -16,24 +16,25 @@ import (
 type opKind int
 
 const (
-	opNone          opKind = iota // the members match the spec
-	opWait                        // nothing may be done now; decision.why says why
-	opDelete                      // op_delete.go
-	opRecovery                    // op_recovery.go: an in-place restore or quorum-loss recovery under way
-	opStartRestore                // op_restore.go: a pending EtcdRestore starts
-	opFailedHold                  // op_recovery.go: a failed recovery holds the members stopped, or is retried
-	opQuorumLoss                  // op_quorum_loss.go: a recovery starts, as the guard allows
-	opMembership                  // op_membership.go: replace, add a learner, promote, move the leader, remove
-	opUpgradeBackup               // op_upgrade_backup.go: a minor upgrade waits for its backup (or its path is refused)
-	opRoll                        // op_roll.go: restart one outdated member, or move the leader first
-	opCheck                       // op_check.go: every member runs the revision; the check Job ends the roll
-	opNoSpace                     // op_no_space.go: etcd raised NOSPACE; compact, defragment, disarm
-	opCompact                     // op_compact.go: drop the history older than the retention
-	opDefragment                  // op_defragment.go: one step of a defragmentation round
-	opExpandVolumes               // op_expand_volumes.go: member claims ask for spec.storage.size
+	opNone           opKind = iota // the members match the spec
+	opWait                         // nothing may be done now; decision.why says why
+	opDelete                       // op_delete.go
+	opRecovery                     // op_recovery.go: an in-place restore or quorum-loss recovery under way
+	opStartRestore                 // op_restore.go: a pending EtcdRestore starts
+	opFailedHold                   // op_recovery.go: a failed recovery holds the members stopped, or is retried
+	opQuorumLoss                   // op_quorum_loss.go: a recovery starts, as the guard allows
+	opMembership                   // op_membership.go: replace, add a learner, promote, move the leader, remove
+	opUpgradeBackup                // op_upgrade_backup.go: a minor upgrade waits for its backup (or its path is refused)
+	opRoll                         // op_roll.go: restart one outdated member, or move the leader first
+	opCheck                        // op_check.go: every member runs the revision; the check Job ends the roll
+	opNoSpace                      // op_no_space.go: etcd raised NOSPACE; compact, defragment, disarm
+	opCompact                      // op_compact.go: drop the history older than the retention
+	opDefragment                   // op_defragment.go: one step of a defragmentation round
+	opExpandVolumes                // op_expand_volumes.go: member claims ask for spec.storage.size
+	opMigrateVolumes               // op_migrate_volumes.go: members move onto claims of the spec's class and size
 )
 
-var opNames = [...]string{"None", "Wait", "Delete", "Recovery", "StartRestore", "FailedHold", "QuorumLoss", "Membership", "UpgradeBackup", "Roll", "Check", "NoSpace", "Compact", "Defragment", "ExpandVolumes"}
+var opNames = [...]string{"None", "Wait", "Delete", "Recovery", "StartRestore", "FailedHold", "QuorumLoss", "Membership", "UpgradeBackup", "Roll", "Check", "NoSpace", "Compact", "Defragment", "ExpandVolumes", "MigrateVolumes"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -58,6 +59,8 @@ type decision struct {
 	noSpace noSpaceStep
 	compact int64
 	defrag  defragStep
+	// migration is the volume migration's step.
+	migration migrationStep
 }
 
 // restoreVerdict is what a pending EtcdRestore is told when it does not
@@ -93,6 +96,7 @@ var precedence = []rule{
 	{opCompact, "the history older than the retention may go", compactDue},
 	{opDefragment, "a defragmentation round runs, or one is due", defragDue},
 	{opExpandVolumes, "a member's volume claim asks for less than spec.storage.size, and its class can grow", volumesDue},
+	{opMigrateVolumes, "a member's volume claim is of another class, or smaller and its class cannot grow; or a kept volume awaits release", migrationDue},
 	{opUpgradeBackup, "a minor upgrade waits for its path check or backup", func(w *world, _ *decision) bool { return w.upgrade.hold() }},
 	{opRoll, "a member runs another revision", rollStep},
 	{opCheck, "every member runs the revision; the roll is not checked", rollChecked},

@@ -137,6 +137,10 @@ func roundUnderWay(w *world) {
 
 func volumesToGrow(w *world) { w.maint.volumes.grow = []string{"data-main-0"} }
 
+func memberToMove(w *world) {
+	w.maint.migrating, w.maint.migration = true, migrationStep{kind: migrateMember, member: w.members[1]}
+}
+
 // TestNext is the precedence table, row by row, and the operations that
 // could collide, pair by pair: the first row that applies wins, and the
 // others wait for a later pass.
@@ -225,6 +229,18 @@ func TestNext(t *testing.T) {
 		{name: "volumes grow after a defragmentation round", world: []func(*world){roundUnderWay, volumesToGrow}, want: opDefragment},
 		{name: "volumes grow before a roll", world: []func(*world){outdated, volumesToGrow}, want: opExpandVolumes},
 		{name: "a scale-out before volumes grow", world: []func(*world){scaleOut, volumesToGrow}, want: opMembership},
+		{name: "a member moves onto a new claim", world: []func(*world){memberToMove}, want: opMigrateVolumes},
+		{name: "a scale-out before a member moves", world: []func(*world){scaleOut, memberToMove}, want: opMembership},
+		{name: "volumes grow before a member moves", world: []func(*world){volumesToGrow, memberToMove}, want: opExpandVolumes},
+		{name: "a defragmentation round ends before a member moves", world: []func(*world){roundUnderWay, memberToMove}, want: opDefragment},
+		{name: "a roll ends before the next member moves", world: []func(*world){outdated, memberToMove}, want: opRoll},
+		{name: "a kept volume is released during a roll", world: []func(*world){outdated, func(w *world) {
+			w.maint.migrating, w.maint.migration = true, migrationStep{kind: migrateRelease}
+		}}, want: opMigrateVolumes},
+		{name: "a migration waits for its backup before an upgrade's", world: []func(*world){upgradeHeld, func(w *world) {
+			w.maint.migrating, w.maint.migration = true, migrationStep{kind: migrateWait, message: "backup"}
+		}}, want: opUpgradeBackup},
+		{name: "a migration that is done chooses nothing", world: []func(*world){func(w *world) { w.maint.migrating = true }}, want: opNone},
 		{name: "paused: no compaction, no defragmentation", world: []func(*world){compactable, fragmented, pausedSpec}, want: opWait},
 	}
 	for _, tt := range tests {

@@ -43,6 +43,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;patch
 
 // Name is the controller's name for --controllers.
 const Name = "etcdcluster"

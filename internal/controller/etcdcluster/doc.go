@@ -37,6 +37,10 @@
 //	               fragmentation and no roll is; one member a pass
 //	ExpandVolumes  member claims ask for less than storage.size,  op_expand_volumes.go
 //	               and their class can grow (online, no restart)
+//	MigrateVolumes claims of another class, or smaller and of a   op_migrate_volumes.go
+//	               class that cannot grow: backup, remake the
+//	               StatefulSet, move one member (no roll under
+//	               way); or release a kept volume
 //	UpgradeBackup  a minor upgrade waits for its backup           op_upgrade_backup.go
 //	Roll           a member's pod runs another revision           op_roll.go
 //	Check          the roll's check Job                           op_check.go
@@ -56,7 +60,7 @@
 //     pki.go, metrics.go, readiness.go
 //  1. pure decisions and the status: plan.go (membership), roll_plan.go,
 //     recovery_plan.go (the quorum-loss guard), maintenance_plan.go
-//     (compaction, defragmentation, NOSPACE), volume_plan.go, backups.go, status.go,
+//     (compaction, defragmentation, NOSPACE), volume_plan.go, migration_plan.go, backups.go, status.go,
 //     maintenance_status.go
 //  2. the reconciler's reads and objects: reconciler.go (Reconciler,
 //     scope), owned.go, jobs.go, connect.go, volumes.go, members.go,

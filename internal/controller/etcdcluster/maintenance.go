@@ -4,6 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +44,10 @@ type maintenanceWorld struct {
 	// backupInFlight names an EtcdBackup of the cluster being taken or
 	// verified: compaction waits for it.
 	backupInFlight string
+	// migration is the volume migration's next step; migrating tells
+	// whether one is due or under way (its status is then written).
+	migration migrationStep
+	migrating bool
 }
 
 // revisionLog is one cluster's revisions over time, in memory.
@@ -77,6 +86,9 @@ func (r *Reconciler) observeMaintenance(ctx context.Context, w *world) error {
 		return err
 	}
 	m.volumes = planVolumes(storageSize(c.Spec.Storage.Size), claims)
+	if err := r.observeMigration(ctx, w, &m); err != nil {
+		return err
+	}
 	if m.compaction.by == compactedByTend { // only Tend's compaction waits for backups
 		backups, err := r.backupsOf(ctx, c)
 		if err != nil {
@@ -112,7 +124,11 @@ func (r *Reconciler) observeClaims(ctx context.Context, w *world) ([]claimView, 
 			continue
 		}
 		v := claimViewOf(pvc)
-		if v.request < size && v.class != "" {
+		v.member = memberName(c, ordinal)
+		if want := c.Spec.Storage.StorageClassName; want != nil && *want != v.class {
+			v.otherClass = true
+		}
+		if v.request < size && v.class != "" && !v.otherClass {
 			sc := &storagev1.StorageClass{}
 			switch err := r.Get(ctx, client.ObjectKey{Name: v.class}, sc); {
 			case apierrors.IsNotFound(err):
@@ -125,6 +141,86 @@ func (r *Reconciler) observeClaims(ctx context.Context, w *world) ([]claimView, 
 		claims = append(claims, v)
 	}
 	return claims, nil
+}
+
+// observeMigration reads what the volume migration decides on, while one
+// is due or under way: the migration's backup, the StatefulSet's claim
+// template, the pods' adoption and the volumes kept for the cluster (a
+// live read of PersistentVolumes, which the manager does not cache).
+func (r *Reconciler) observeMigration(ctx context.Context, w *world, m *maintenanceWorld) error {
+	c := w.cluster
+	prev := m.status.VolumeMigration
+	if len(m.volumes.migrate) == 0 && (prev == nil || prev.Phase == etcdv1alpha1.MigrationCompleted) {
+		return nil
+	}
+	in := migrationInput{replicas: int(replicas(c)), migrate: m.volumes.migrate, members: w.members,
+		templateMatches: claimTemplateMatches(c, w.sts), backupName: migrationBackupName(c),
+		podsAdopted: len(w.data.orphans) == 0 && w.sts.DeletionTimestamp == nil}
+	b := &etcdv1alpha1.EtcdBackup{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: in.backupName}, b); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading EtcdBackup %s: %w", in.backupName, err)
+	case !metav1.IsControlledBy(b, c):
+		in.backupExists, in.backup, in.backupMsg = true, backupFailed, "it was not made by Tend for this cluster; delete or rename it"
+	default:
+		in.backupExists = true
+		in.backup, in.backupMsg = finalBackupState(b)
+	}
+	var err error
+	if in.retained, err = r.retainedVolumes(ctx, c); err != nil {
+		return err
+	}
+	m.migration, m.migrating = planMigration(in), true
+	m.status.VolumeMigration = migrationStatus(c, prev, in, m.migration, w.now())
+	return nil
+}
+
+// retainedVolumes lists the PersistentVolumes kept for c's members: marked
+// with its UID, and bound (Released) to a claim of its namespace.
+func (r *Reconciler) retainedVolumes(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]retainedVolume, error) {
+	var pvs corev1.PersistentVolumeList
+	if err := r.APIReader.List(ctx, &pvs, client.MatchingLabels{etcdv1alpha1.LabelRetainedFor: string(c.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the volumes kept for the members: %w", err)
+	}
+	var kept []retainedVolume
+	for _, pv := range pvs.Items {
+		if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != c.Namespace || pv.DeletionTimestamp != nil {
+			continue
+		}
+		policy := corev1.PersistentVolumeReclaimPolicy(pv.Annotations[etcdv1alpha1.AnnotationReclaimPolicy])
+		if policy == "" {
+			policy = corev1.PersistentVolumeReclaimDelete
+		}
+		kept = append(kept, retainedVolume{name: pv.Name, member: pv.Annotations[etcdv1alpha1.AnnotationRetainedMember], policy: policy})
+	}
+	slices.SortFunc(kept, func(a, b retainedVolume) int { return strings.Compare(a.name, b.name) })
+	return kept, nil
+}
+
+// claimTemplateMatches tells whether sts makes member claims of the
+// spec's class (when it names one) and size.
+func claimTemplateMatches(c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet) bool {
+	if len(sts.Spec.VolumeClaimTemplates) == 0 {
+		return true
+	}
+	have, want := sts.Spec.VolumeClaimTemplates[0].Spec, claimSpec(c)
+	if want.StorageClassName != nil && ptr.Deref(have.StorageClassName, "") != *want.StorageClassName {
+		return false
+	}
+	return have.Resources.Requests.Storage().Cmp(*want.Resources.Requests.Storage()) == 0
+}
+
+// migrationDue tells whether the volume migration has a step to take, or
+// waits (its status says why). A roll under way ends first: the next
+// member moves after it (a kept volume is still released).
+func migrationDue(w *world, d *decision) bool {
+	step := w.maint.migration
+	if !w.maint.migrating || step.kind == migrateNone || (rolling(w) && step.kind != migrateRelease) {
+		return false
+	}
+	d.migration = step
+	return true
 }
 
 // volumesDue tells whether a member claim asks for less than

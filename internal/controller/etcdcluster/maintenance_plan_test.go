@@ -290,6 +290,10 @@ func TestPlanVolumes(t *testing.T) {
 	claim := func(name string, request, capacity int64, canExpand bool, resizing string) claimView {
 		return claimView{name: name, request: request, capacity: capacity, class: "fast", canExpand: canExpand, resizing: resizing}
 	}
+	otherClass := func(v claimView) claimView {
+		v.otherClass = true
+		return v
+	}
 	tests := []struct {
 		name   string
 		claims []claimView
@@ -298,8 +302,10 @@ func TestPlanVolumes(t *testing.T) {
 		{name: "at size", claims: []claimView{claim("data-kv-0", 2*gi, 2*gi, false, "")}},
 		{name: "smaller, the class can grow", claims: []claimView{claim("data-kv-1", gi, gi, true, ""), claim("data-kv-0", gi, gi, true, "")},
 			want: volumeStep{grow: []string{"data-kv-0", "data-kv-1"}}},
-		{name: "smaller, the class cannot grow", claims: []claimView{claim("data-kv-0", gi, gi, false, "")},
-			want: volumeStep{stuck: []string{`data-kv-0 (StorageClass "fast")`}}},
+		{name: "smaller, the class cannot grow: the member moves", claims: []claimView{claim("data-kv-0", gi, gi, false, "")},
+			want: volumeStep{migrate: []claimView{claim("data-kv-0", gi, gi, false, "")}}},
+		{name: "of another class: the member moves, even when its class could grow", claims: []claimView{otherClass(claim("data-kv-1", gi, gi, true, "")), claim("data-kv-0", 2*gi, 2*gi, false, "")},
+			want: volumeStep{migrate: []claimView{otherClass(claim("data-kv-1", gi, gi, true, ""))}}},
 		{name: "asked, the volume not there yet", claims: []claimView{claim("data-kv-0", 2*gi, gi, true, "FileSystemResizePending: waiting for the node")},
 			want: volumeStep{resizing: []string{"data-kv-0: 1Gi of 2Gi (FileSystemResizePending: waiting for the node)"}}},
 		{name: "asked and grown", claims: []claimView{claim("data-kv-0", 2*gi, 2*gi, true, "")}},

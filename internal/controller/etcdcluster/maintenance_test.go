@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -263,21 +264,40 @@ func TestVolumesGrow(t *testing.T) {
 		g.Expect(n).To(Equal(1), "no member restarted")
 	}
 
-	// A class that cannot grow: Degraded says so, and no claim is asked.
+	// A class that cannot grow: the members are to move onto new claims,
+	// and nothing moves before the migration's backup is verified. No
+	// claim is asked to grow, and the StatefulSet is left as it is.
 	fixed, _ := startRollCluster(t, g, "v3.6.16", func(s *etcdv1alpha1.EtcdClusterSpec) {
 		s.Storage.StorageClassName = ptr.To(classes[false])
 		s.Options.QuotaBackendBytes = resource.NewQuantity(512*mib, resource.BinarySI)
 	})
 	bindClaims(g, fixed, "1Gi")
+	sts := &appsv1.StatefulSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixed.Namespace, Name: statefulSetName(fixed)}, sts)).To(Succeed())
 	patchSpec(g, fixed, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("2Gi")) })
 	g.Eventually(func(g Gomega) {
-		d := condition(getCluster(g, fixed), etcdv1alpha1.ConditionDegraded)
-		g.Expect(d.Reason).To(Equal(etcdv1alpha1.ReasonVolumesCannotGrow))
-		g.Expect(d.Message).To(ContainSubstring("data-roll-0 (StorageClass %q)", classes[false]))
+		got := getCluster(g, fixed)
+		prog := condition(got, etcdv1alpha1.ConditionProgressing)
+		g.Expect(prog.Reason).To(Equal(etcdv1alpha1.ReasonMigratingVolumes))
+		mig := got.Status.Maintenance.VolumeMigration
+		g.Expect(mig).NotTo(BeNil())
+		g.Expect(mig.Phase).To(Equal(etcdv1alpha1.MigrationBackingUp))
+		g.Expect(mig.Remaining).To(ConsistOf("roll-0", "roll-1", "roll-2"))
+		g.Expect(mig.Size.String()).To(Equal("2Gi"))
+		g.Expect(prog.Message).To(ContainSubstring("Waiting for EtcdBackup %s", mig.Backup))
+		b := &etcdv1alpha1.EtcdBackup{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixed.Namespace, Name: mig.Backup}, b)).To(Succeed())
+		g.Expect(metav1.IsControlledBy(b, got)).To(BeTrue())
+		g.Expect(ptr.Deref(b.Spec.Verify, true)).To(BeTrue(), "the backup is verified")
 	}, wait).Should(Succeed())
+	g.Expect(eventsOf(g, fixed, "MigrationBackup")).To(HaveLen(1))
 	pvc := &corev1.PersistentVolumeClaim{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixed.Namespace, Name: pvcName(fixed, 0)}, pvc)).To(Succeed())
 	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
+	after := &appsv1.StatefulSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixed.Namespace, Name: statefulSetName(fixed)}, after)).To(Succeed())
+	g.Expect(after.UID).To(Equal(sts.UID))
+	g.Expect(after.DeletionTimestamp).To(BeNil(), "the StatefulSet is remade only after the backup")
 }
 
 // bindClaims gives the cluster's member claims the phase and capacity of

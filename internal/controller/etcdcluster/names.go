@@ -181,3 +181,16 @@ func isMemberPod(c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, pod *core
 	}
 	return sts == nil || ref.UID == sts.UID
 }
+
+// awaitsAdoption tells whether pod is a member's pod that no controller
+// owns: the StatefulSet that made it was deleted keeping its pods, and the
+// one that replaces it has not adopted it yet. It carries the members'
+// labels and a member's name, and nothing else proves it is one: Tend
+// dials it (the member's certificate proves it) but never acts on it.
+func awaitsAdoption(c *etcdv1alpha1.EtcdCluster, pod *corev1.Pod) bool {
+	if metav1.GetControllerOf(pod) != nil || pod.Labels[LabelCluster] != c.Name {
+		return false
+	}
+	_, ok := memberOrdinal(c, pod.Name)
+	return ok
+}

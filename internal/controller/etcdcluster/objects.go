@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,6 +77,11 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	}
 	if err == nil {
 		s.sts = sts
+		if sts.DeletionTimestamp != nil {
+			// Deleted keeping its pods (a volume migration remakes it): it is
+			// made again once the garbage collector has let the pods go.
+			s.requeueAfter(time.Second)
+		}
 		if c.Annotations[etcdv1alpha1.AnnotationAdoptVolumes] == "true" {
 			// Also for a cluster that adopted its volumes under a Tend that
 			// did not relabel them.
@@ -127,6 +133,10 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.sts = sts
+	if boot.State == "existing" && migrating(c.Status.Maintenance) {
+		r.event(c, corev1.EventTypeNormal, "StatefulSetRemade", "CreateStatefulSet", "Made StatefulSet %s again, with claims of %s, for the %d known members; it adopts their pods", sts.Name, targetOf(c), len(boot.Members))
+		return nil
+	}
 	if boot.State == "existing" {
 		r.event(c, corev1.EventTypeWarning, "StatefulSetRecreated", "CreateStatefulSet", "Recreated the missing StatefulSet %s for the %d known members", sts.Name, len(boot.Members))
 		return nil

@@ -39,12 +39,8 @@ func (r *Reconciler) reconcileUpgradeBackup(ctx context.Context, s *scope, u *et
 	name := u.Backup
 	switch {
 	case up.backup == nil:
-		if c.Spec.Backup == nil {
-			pvc := finalSnapshotClaim(c)
-			pvc.Name, pvc.Labels = upgradeBackupClaimName(c), map[string]string{labelUpgradeBackupOf: c.Name, "app.kubernetes.io/managed-by": "tend"}
-			if err := r.createOwned(ctx, c, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
+		if err := r.createBackupClaim(ctx, c); err != nil {
+			return err
 		}
 		if err := r.createOwned(ctx, c, upgradeBackup(c)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
@@ -72,4 +68,19 @@ func blockedBefore(c *etcdv1alpha1.EtcdCluster) bool {
 		}
 	}
 	return false
+}
+
+// createBackupClaim makes the volume claim that the backups taken before
+// an upgrade or a volume migration go to, when the cluster has no backup
+// destination of its own.
+func (r *Reconciler) createBackupClaim(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	if c.Spec.Backup != nil {
+		return nil
+	}
+	pvc := finalSnapshotClaim(c)
+	pvc.Name, pvc.Labels = upgradeBackupClaimName(c), map[string]string{labelUpgradeBackupOf: c.Name, "app.kubernetes.io/managed-by": "tend"}
+	if err := r.createOwned(ctx, c, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
 }

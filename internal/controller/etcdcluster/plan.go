@@ -271,8 +271,11 @@ type memberData struct {
 	holders map[string]types.UID
 	// pvcs are the cluster's volume claims.
 	pvcs []corev1.PersistentVolumeClaim
-	// pods are the member pods by name, those being deleted included.
-	pods map[string]*corev1.Pod
+	// pods are the member pods by name, those being deleted included;
+	// orphans the pods of member names that no controller owns yet
+	// (awaitsAdoption).
+	pods    map[string]*corev1.Pod
+	orphans []string
 	// marks are the member IDs that the members' volume claims carry
 	// (annotationMemberID), and created when each claim was made, by
 	// member name; persistent storage only.

@@ -27,7 +27,7 @@ var needsAPerson = []string{
 	etcdv1alpha1.ReasonObjectNotOurs,
 	etcdv1alpha1.ReasonNoSpaceTooLarge,
 	etcdv1alpha1.ReasonDefragmentationStalled,
-	etcdv1alpha1.ReasonVolumesCannotGrow,
+	etcdv1alpha1.ReasonVolumeMigrationBlocked,
 }
 
 // readinessOf is the verdict of the Ready, Reconciling and Stalled

@@ -136,14 +136,15 @@ var owning = map[opKind]operation{
 // serving are the operations of members that serve: the pass keeps the
 // StatefulSet, authentication and volumes in line around them (serve.go).
 var serving = map[opKind]operation{
-	opMembership:    (*Reconciler).runMembership,
-	opUpgradeBackup: (*Reconciler).runUpgradeBackup,
-	opRoll:          (*Reconciler).runRoll,
-	opCheck:         (*Reconciler).runCheck,
-	opNoSpace:       (*Reconciler).runNoSpace,
-	opCompact:       (*Reconciler).runCompact,
-	opDefragment:    (*Reconciler).runDefragment,
-	opExpandVolumes: (*Reconciler).runExpandVolumes,
+	opMembership:     (*Reconciler).runMembership,
+	opUpgradeBackup:  (*Reconciler).runUpgradeBackup,
+	opRoll:           (*Reconciler).runRoll,
+	opCheck:          (*Reconciler).runCheck,
+	opNoSpace:        (*Reconciler).runNoSpace,
+	opCompact:        (*Reconciler).runCompact,
+	opDefragment:     (*Reconciler).runDefragment,
+	opExpandVolumes:  (*Reconciler).runExpandVolumes,
+	opMigrateVolumes: (*Reconciler).runMigrateVolumes,
 }
 
 // act carries out d.

@@ -252,6 +252,8 @@ func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 		set(t, status, obs.roll.reason, obs.roll.message)
 	case obs.volumes != nil && len(obs.volumes.grow)+len(obs.volumes.resizing) > 0:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonExpandingVolumes, volumesMessage(c, obs.volumes))
+	case migrating(maintenanceOf(c, obs)):
+		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonMigratingVolumes, maintenanceOf(c, obs).VolumeMigration.Message)
 	default:
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonStable, fmt.Sprintf("%d members, as the spec asks", replicas(c)))
 	}
@@ -313,8 +315,6 @@ func setDegraded(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {
 	case len(obs.startProblems) > 0:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonMembersCannotStart,
 			fmt.Sprintf("Member pods do not run: %s. Tend cannot fix this itself; see docs/etcdcluster.md (Runbook)", strings.Join(obs.startProblems, "; ")))
-	case obs.volumes != nil && len(obs.volumes.stuck) > 0:
-		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonVolumesCannotGrow, stuckMessage(c, obs.volumes))
 	case maintenanceReason(c, obs) != "":
 		set(t, metav1.ConditionTrue, maintenanceReason(c, obs), maintenanceMessage(c, obs))
 	case len(alarms) > 0:

@@ -27,6 +27,15 @@ func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	}
 	for i, p := range pods.Items {
 		if !isMemberPod(c, sts, &p) {
+			if awaitsAdoption(c, &p) {
+				// Its StatefulSet was deleted keeping its pods (remade with
+				// new claim templates): still dialled (TLS proves the member),
+				// never acted on until the StatefulSet adopts it.
+				d.orphans = append(d.orphans, p.Name)
+				if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+					d.ips[memberHost(c, p.Name)] = p.Status.PodIP
+				}
+			}
 			continue
 		}
 		d.pods[p.Name] = &pods.Items[i]

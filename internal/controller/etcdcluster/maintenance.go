@@ -155,7 +155,7 @@ func (r *Reconciler) observeMigration(ctx context.Context, w *world, m *maintena
 	}
 	in := migrationInput{replicas: int(replicas(c)), migrate: m.volumes.migrate, members: w.members,
 		templateMatches: claimTemplateMatches(c, w.sts), backupName: migrationBackupName(c),
-		podsAdopted: len(w.data.orphans) == 0 && w.sts.DeletionTimestamp == nil}
+		remaking: w.sts.DeletionTimestamp != nil, podsAdopted: len(w.data.orphans) == 0}
 	b := &etcdv1alpha1.EtcdBackup{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: in.backupName}, b); {
 	case apierrors.IsNotFound(err):

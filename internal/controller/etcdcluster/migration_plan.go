@@ -34,8 +34,10 @@ type migrationInput struct {
 	// migrate are the member claims that differ from the target (planVolumes).
 	migrate []claimView
 	// templateMatches: the StatefulSet's claim template asks for the
-	// spec's class and size, so that a member's new claim has them.
+	// spec's class and size, so that a member's new claim has them;
+	// remaking: the StatefulSet is being deleted to be made again.
 	templateMatches bool
+	remaking        bool
 	// backup is the state of the migration's EtcdBackup; backupExists
 	// tells whether there is one, backupName and backupMsg name it and
 	// say why it failed.
@@ -119,6 +121,9 @@ func planMigration(in migrationInput) migrationStep {
 		return migrationStep{kind: migrateBlocked, message: fmt.Sprintf("No member moved: the backup taken first, %s, failed (%s). Fix the cause and delete the EtcdBackup to take it again", in.backupName, in.backupMsg)}
 	case in.backup == backupRunning:
 		return migrationStep{kind: migrateWait, message: fmt.Sprintf("Waiting for EtcdBackup %s to complete and be verified before the first member moves", in.backupName)}
+	}
+	if in.remaking {
+		return migrationStep{kind: migrateWait, message: "Waiting for the StatefulSet to be deleted, keeping its pods, to make it again with the new claim template"}
 	}
 	if !in.templateMatches {
 		return migrationStep{kind: migrateRemakeSet, message: "Remaking the StatefulSet, keeping its pods, so that new member claims have the spec's class and size"}

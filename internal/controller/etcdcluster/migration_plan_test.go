@@ -45,6 +45,8 @@ func TestPlanMigration(t *testing.T) {
 			in.replicas, in.members, in.migrate = 1, []memberView{member(0, 0)}, []claimView{old(0)}
 		}), kind: migrateBlocked, message: "A one-member cluster"},
 		{name: "the StatefulSet still makes old claims", in: ready(func(in *migrationInput) { in.templateMatches = false }), kind: migrateRemakeSet},
+		{name: "the StatefulSet is being deleted: wait, do not delete it again", in: ready(func(in *migrationInput) { in.templateMatches, in.remaking = false, true }),
+			kind: migrateWait, message: "Waiting for the StatefulSet to be deleted"},
 		{name: "pods not adopted yet", in: ready(func(in *migrationInput) { in.podsAdopted = false }), kind: migrateWait, message: "adopt"},
 		{name: "a member is unhealthy: nobody moves", in: ready(func(in *migrationInput) { in.members = []memberView{member(0, 0), member(1, 0), sick(2, t0)} }),
 			kind: migrateWait, message: "main-2 to be a healthy voter"},

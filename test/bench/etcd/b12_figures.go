@@ -31,6 +31,10 @@ type b12Figures struct {
 	// noSpace is the time from the write that etcd refused with NOSPACE
 	// to the first write it accepted again (Auto).
 	noSpace []float64
+	// A volume migration of migrateSize bytes to another class: its total
+	// time, elections, longest write gap and acknowledged writes lost.
+	migrateSize                                             int64
+	migrateTotal, migrateElections, migrateGap, migrateLost []float64
 }
 
 // rows are the table's rows, in order.
@@ -46,6 +50,10 @@ func (f *b12Figures) rows() []b9Row {
 		{label: "… after: Tend", unit: "MB", samples: f.tendAfterMB, vs: f.anchorAfterMB, metric: "tend_after_mb"},
 		{label: "… after: anchor", unit: "MB", samples: f.anchorAfterMB, metric: "anchor_after_mb"},
 		{label: fmt.Sprintf("NOSPACE (quota %d MB, noSpace Auto): refused write → accepted write", f.quota/1e6), unit: "s", samples: f.noSpace, metric: "nospace_s"},
+		{label: fmt.Sprintf("volume migration of 3 members (%d MB, class change): spec → Completed, backup included", f.migrateSize/1e6), unit: "s", samples: f.migrateTotal, metric: "migrate_s"},
+		{label: "… elections (raft term rise less planned leadership moves)", unit: "n", samples: f.migrateElections, metric: "migrate_elections"},
+		{label: "… longest gap between acknowledged writes", unit: "s", samples: f.migrateGap, metric: "migrate_gap_s"},
+		{label: "… acknowledged writes lost", unit: "n", samples: f.migrateLost, metric: "migrate_lost"},
 	}
 }
 
@@ -70,6 +78,14 @@ func (f *b12Figures) goals() string {
 	default:
 		out = append(out, fmt.Sprintf("write gap below the anchor's and under 1 s: missed (Tend max %.2f s, median %.2f s; anchor median %.2f s)", g.max, g.med, a.med))
 	}
+	switch m, l := distOf(f.migrateElections), distOf(f.migrateLost); {
+	case m.n == 0:
+		out = append(out, "migration: not measured")
+	case m.max <= 1 && l.max == 0:
+		out = append(out, "migration with at most 1 election and 0 writes lost: met")
+	default:
+		out = append(out, fmt.Sprintf("migration with at most 1 election and 0 writes lost: missed (elections max %.0f, lost max %.0f)", m.max, l.max))
+	}
 	return strings.Join(out, "; ")
 }
 
@@ -77,8 +93,8 @@ func (f *b12Figures) goals() string {
 func (f *b12Figures) write(w io.Writer) {
 	writeB9Table(w, fmt.Sprintf("B12: storage maintenance of a 3-member EtcdCluster, %d MB written (half of it history, compacted) under a steady writer", f.size/1e6), f.rows())
 	fmt.Fprintf(w, "\nGoals: %s.\n", f.goals())
-	fmt.Fprintf(w, "Samples (Tend, anchor, NOSPACE): %d, %d, %d, a new cluster each, in an order that rotates; B12 took %.1f min.\n",
-		len(f.tendTotal), len(f.anchorTotal), len(f.noSpace), f.took.Minutes())
+	fmt.Fprintf(w, "Samples (Tend, anchor, NOSPACE, migration): %d, %d, %d, %d, a new cluster each, in an order that rotates; B12 took %.1f min.\n",
+		len(f.tendTotal), len(f.anchorTotal), len(f.noSpace), len(f.migrateTotal), f.took.Minutes())
 }
 
 // metrics are the medians that b.ReportMetric reports, by unit.

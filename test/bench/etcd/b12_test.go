@@ -35,6 +35,7 @@ var (
 		"B12: bytes written before each defragmentation, half of them history; each sample writes them to three members on the node's one disk")
 	flagB12Quota   = flag.Int64("b12.quota", 64<<20, "B12: spec.options.quotaBackendBytes of the NOSPACE cluster")
 	flagB12Timeout = flag.Duration("b12.timeout", 10*time.Minute, "B12: the longest wait for one step")
+	flagB12Migrate = flag.Int64("b12.migrate-size", 64<<20, "B12: bytes written before a volume migration (its members catch up by snapshot)")
 )
 
 const (
@@ -43,6 +44,7 @@ const (
 	b12Tend    = "tend"
 	b12Anchor  = "anchor"
 	b12NoSpace = "nospace"
+	b12Migrate = "migrate"
 	// b12Settle is how long the writer runs before and after a
 	// defragmentation, so that a gap at either end is seen.
 	b12Settle = 3 * time.Second
@@ -63,6 +65,10 @@ const (
 //     write it accepts again. Tend notices at its next look at the
 //     cluster (the health check, every 30 s): no Kubernetes event says
 //     NOSPACE.
+//   - migrate: a cluster on local-path with -b12.migrate-size bytes is
+//     moved to the class local-path-b, one member at a time; the figure
+//     runs from the spec change to status.maintenance.volumeMigration
+//     Completed, its backup first.
 //
 // Elections are the raft term's rise less the leadership moves Tend made
 // on purpose (LeaderMoved Events); the write gap is the longest time
@@ -73,18 +79,21 @@ func BenchmarkB12(b *testing.B) {
 	}
 	start := time.Now()
 	r := getRig(b)
-	f := &b12Figures{size: *flagB12Size, quota: *flagB12Quota}
+	f := &b12Figures{size: *flagB12Size, quota: *flagB12Quota, migrateSize: *flagB12Migrate}
 	measured := false
 	b.Run("maintenance", func(b *testing.B) {
 		if !measured {
 			measured = true
 			r.setManagerArgs(b, r.baseArgs)
 			for round := range *flagB12Samples {
-				for _, v := range rotation([]string{b12Tend, b12Anchor, b12NoSpace}, round) {
+				for _, v := range rotation([]string{b12Tend, b12Anchor, b12NoSpace, b12Migrate}, round) {
 					syscall.Sync()
-					if v == b12NoSpace {
+					switch v {
+					case b12NoSpace:
 						r.b12NoSpace(b, f)
-					} else {
+					case b12Migrate:
+						r.b12Migrate(b, f)
+					default:
 						r.b12Defrag(b, f, v)
 					}
 				}
@@ -144,6 +153,13 @@ func (r *rig) b12Start(b *testing.B, ec *etcdv1alpha1.EtcdCluster) (*clientv3.Cl
 		}
 		return true, nil
 	})
+	return r.b12Clients(b, ec)
+}
+
+// b12Clients returns a client of ec's Service, and one per member (by
+// name), at the members' pod addresses now.
+func (r *rig) b12Clients(b *testing.B, ec *etcdv1alpha1.EtcdCluster) (*clientv3.Client, map[string]*clientv3.Client) {
+	b.Helper()
 	tlsConfig := r.cluster.SecretTLS(b, ec.Namespace, ec.Name+"-client-tls")
 	hosts, members, err := r.cluster.EtcdHosts(b.Context(), ec.Namespace, ec.Name)
 	if err != nil {
@@ -324,4 +340,64 @@ func (r *rig) b12NoSpace(b *testing.B, f *b12Figures) {
 	})
 	b12Logf(b, "nospace: writes accepted %.1f s after the refusal", accepted.Sub(refused).Seconds())
 	f.noSpace = append(f.noSpace, accepted.Sub(refused).Seconds())
+}
+
+// b12Migrate takes one volume migration sample: a cluster on local-path
+// moved to local-path-b under the writer.
+func (r *rig) b12Migrate(b *testing.B, f *b12Figures) {
+	ns := r.cluster.Namespace(b)
+	defer r.deleteNamespace(b, ns)
+	ec := b12Cluster(ns, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.StorageClassName = ptr.To("local-path") })
+	cli, each := r.b12Start(b, ec)
+	b12Fill(b, cli, *flagB12Migrate)
+	w := framework.StartWriter(b, cli, "writer/")
+	time.Sleep(b12Settle)
+	termBefore, _ := b12Terms(b, each)
+	movesBefore := r.b12Moves(b, ns)
+
+	start := time.Now()
+	patch := []byte(`{"spec":{"storage":{"storageClassName":"local-path-b"}}}`)
+	if err := r.cluster.Client.Patch(b.Context(), ec.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		b.Fatal(err)
+	}
+	r.cluster.WaitFor(b, 2**flagB12Timeout, "the members moved to local-path-b", func(ctx context.Context) (bool, error) {
+		got := &etcdv1alpha1.EtcdCluster{}
+		if err := r.cluster.Client.Get(ctx, client.ObjectKeyFromObject(ec), got); err != nil {
+			return false, err
+		}
+		m := got.Status.Maintenance
+		if m == nil || m.VolumeMigration == nil || m.VolumeMigration.StorageClassName != "local-path-b" {
+			return false, errors.New("no migration to local-path-b yet")
+		}
+		switch mig := m.VolumeMigration; mig.Phase {
+		case etcdv1alpha1.MigrationBlocked:
+			return false, framework.Stop(errors.New(mig.Message))
+		case etcdv1alpha1.MigrationCompleted:
+			return true, nil
+		default:
+			return false, fmt.Errorf("%s, %d to move: %s", mig.Phase, len(mig.Remaining), mig.Message)
+		}
+	})
+	end := time.Now()
+	time.Sleep(b12Settle)
+	gap := w.LongestGap(start, end.Add(b12Settle))
+	acked, _, _ := w.Stop()
+	ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+	defer cancel()
+	resp, err := cli.Get(ctx, "writer/", clientv3.WithPrefix())
+	if err != nil {
+		b.Fatalf("reading the writes back: %v", err)
+	}
+	stored := map[string]string{}
+	for _, kv := range resp.Kvs {
+		stored[string(kv.Key)] = string(kv.Value)
+	}
+	lost := framework.Lost(acked, stored)
+	_, after := r.b12Clients(b, ec) // new pods, new addresses
+	termAfter, _ := b12Terms(b, after)
+	elections := float64(termAfter-termBefore) - float64(r.b12Moves(b, ns)-movesBefore)
+	b12Logf(b, "migrate: %.1f s, longest write gap %.2f s, raft term %d → %d, %d of %d acknowledged writes lost",
+		end.Sub(start).Seconds(), gap.Seconds(), termBefore, termAfter, len(lost), len(acked))
+	f.migrateTotal, f.migrateGap = append(f.migrateTotal, end.Sub(start).Seconds()), append(f.migrateGap, gap.Seconds())
+	f.migrateElections, f.migrateLost = append(f.migrateElections, elections), append(f.migrateLost, float64(len(lost)))
 }

@@ -3,9 +3,12 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,17 +16,20 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
 
 // The storage upkeep of an EtcdCluster on the real node: compaction by
 // Tend, a defragmentation by threshold that takes one member at a time
-// under a writer, and the recovery from NOSPACE.
+// under a writer, the recovery from NOSPACE, and the move of the members
+// onto new volume claims.
 
 // maintenanceTimeout bounds a compaction and a defragmentation round of
 // three members on this node, passes of 30s apart included.
@@ -91,8 +97,9 @@ func TestEtcdClusterDefragmentation(t *testing.T) {
 // disarms nothing; set to Auto, it compacts (to the current revision, as
 // nothing is an hour old), defragments and disarms, and the cluster takes
 // writes again with every key's latest value kept. Then a larger
-// storage.size on local-path, which cannot expand volumes, is refused with
-// VolumesCannotGrow, and no claim is touched.
+// storage.size on local-path, which cannot expand volumes, cannot move a
+// one-member cluster's only member: VolumeMigrationBlocked, and its claim
+// is untouched.
 func TestEtcdClusterNoSpace(t *testing.T) {
 	t.Parallel()
 	e := newRollTest(t, "full", cluster.Settings.EtcdVersion, func(s *etcdv1alpha1.EtcdClusterSpec) {
@@ -137,11 +144,12 @@ func TestEtcdClusterNoSpace(t *testing.T) {
 		}
 	}
 
+	_, before := e.podAndClaim(t, e.Name+"-0")
 	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("2Gi")) })
-	e.waitDegraded(t, etcdv1alpha1.ReasonVolumesCannotGrow, "does not allow volume expansion")
+	e.waitDegraded(t, etcdv1alpha1.ReasonVolumeMigrationBlocked, "A one-member cluster cannot move")
 	_, pvc := e.podAndClaim(t, e.Name+"-0")
-	if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("1Gi")) != 0 {
-		t.Errorf("claim %s asks for %s after a size the class cannot give, want it untouched at 1Gi", pvc.Name, got.String())
+	if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("1Gi")) != 0 || pvc.UID != before.UID {
+		t.Errorf("claim %s asks for %s after a size the class cannot give to a one-member cluster, want the same claim untouched at 1Gi", pvc.Name, got.String())
 	}
 }
 
@@ -208,4 +216,148 @@ func (e *etcdTest) waitDegraded(t *testing.T, reason, text string) {
 		}
 		return true, nil
 	})
+}
+
+// A 3-member cluster on local-path, which cannot expand volumes, under a
+// writer: a larger storage.size moves every member onto a larger claim,
+// then a new storageClassName moves them onto claims of local-path-b. Each
+// move takes a verified backup first, remakes the StatefulSet with the new
+// claim template, then moves one member at a time, the leader last after
+// one leadership move; each old volume is kept until its member is a
+// healthy voter again, then deleted by its provisioner. No acknowledged
+// write is lost and the members hash alike.
+func TestEtcdClusterVolumeMigration(t *testing.T) {
+	t.Parallel()
+	// A quota of its own: one that follows the size would roll the
+	// members before they move.
+	e := newRollTest(t, "move", cluster.Settings.EtcdVersion, func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Options.QuotaBackendBytes = resource.NewQuantity(512<<20, resource.BinarySI)
+	})
+	e.waitReady(t, 3)
+	w := e.startLiveWriter(t)
+
+	e.migrate(t, "a larger size", "local-path", "2Gi", func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Storage.Size = ptr.To(resource.MustParse("2Gi"))
+	})
+	e.migrate(t, "another class", "local-path-b", "2Gi", func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Storage.StorageClassName = ptr.To("local-path-b")
+	})
+
+	acked := e.stopWriter(t, w)
+	e.checkAcked(t, acked)
+	e.checkSameData(t)
+	e.waitReady(t, 3)
+}
+
+// migrate changes the spec with mutate and checks that every member moves
+// onto a new claim of class and size, the leader last, and that the old
+// volumes are deleted.
+func (e *etcdTest) migrate(t *testing.T, what, class, size string, mutate func(*etcdv1alpha1.EtcdClusterSpec)) {
+	t.Helper()
+	oldClaims := map[string]*corev1.PersistentVolumeClaim{}
+	for i := range 3 {
+		member := fmt.Sprintf("%s-%d", e.Name, i)
+		_, oldClaims[member] = e.podAndClaim(t, member)
+	}
+	movesBefore, movedBefore := len(e.migrationLeaderMoves(t)), len(e.eventMessages(t, "MovingMember"))
+	start := time.Now()
+	e.patchSpec(t, mutate)
+	var mig *etcdv1alpha1.VolumeMigrationStatus
+	phases := map[string]bool{}
+	cluster.WaitFor(t, 2*maintenanceTimeout, "every member on a claim of "+class+" and "+size, func(ctx context.Context) (bool, error) {
+		ec, err := e.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		// This migration's status: started after the change (a time in
+		// whole seconds), not the last one's.
+		if m := ec.Status.Maintenance; m != nil && m.VolumeMigration != nil && m.VolumeMigration.StartedAt != nil &&
+			!m.VolumeMigration.StartedAt.Time.Before(start.Truncate(time.Second)) {
+			mig = m.VolumeMigration
+			phases[mig.Phase] = true
+		}
+		if mig == nil || mig.Phase != etcdv1alpha1.MigrationCompleted {
+			return false, fmt.Errorf("status.maintenance.volumeMigration is %+v", mig)
+		}
+		return true, nil
+	})
+	t.Logf("%s: moved 3 members in %s (phases seen: %v)", what, time.Since(start).Round(time.Second), slices.Sorted(maps.Keys(phases)))
+	if mig.Backup == "" || mig.StartedAt == nil || mig.CompletedAt == nil || len(mig.Remaining) != 0 {
+		t.Errorf("the completed migration says %+v", mig)
+	}
+	b := &etcdv1alpha1.EtcdBackup{}
+	if err := cluster.Client.Get(t.Context(), client.ObjectKey{Namespace: e.Namespace, Name: mig.Backup}, b); err != nil {
+		t.Fatalf("the migration's backup: %v", err)
+	}
+	if !meta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupVerified) {
+		t.Errorf("backup %s is not Verified: %+v", b.Name, b.Status.Conditions)
+	}
+	for member, old := range oldClaims {
+		_, pvc := e.podAndClaim(t, member)
+		if pvc.UID == old.UID || ptr.Deref(pvc.Spec.StorageClassName, "") != class ||
+			pvc.Spec.Resources.Requests.Storage().Cmp(resource.MustParse(size)) != 0 {
+			t.Errorf("%s: %s stands on claim %s (uid %s, class %v, %s), want a new claim of %s and %s",
+				what, member, pvc.Name, pvc.UID, ptr.Deref(pvc.Spec.StorageClassName, ""), pvc.Spec.Resources.Requests.Storage(), class, size)
+		}
+		// Released to its Delete policy once the member is a healthy
+		// voter: the provisioner deletes it.
+		cluster.WaitFor(t, 2*time.Minute, "volume "+old.Spec.VolumeName+" of the old claim deleted", func(ctx context.Context) (bool, error) {
+			pv := &corev1.PersistentVolume{}
+			err := cluster.Client.Get(ctx, client.ObjectKey{Name: old.Spec.VolumeName}, pv)
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			return false, fmt.Errorf("volume %s is %s with reclaim policy %s", pv.Name, pv.Status.Phase, pv.Spec.PersistentVolumeReclaimPolicy)
+		})
+	}
+	e.waitEvents(t, "MigrationBackup", "RemakingStatefulSet", "StatefulSetRemade", "MovingMember", "VolumeReleased", "LeaderMoved")
+	// The leader moved last, after one planned leadership move.
+	moves, moved := e.migrationLeaderMoves(t)[movesBefore:], e.eventMessages(t, "MovingMember")[movedBefore:]
+	if len(moves) != 1 || len(moved) != 3 {
+		t.Fatalf("%s: %d leadership moves and %d members moved (%q), want 1 and 3", what, len(moves), len(moved), moved)
+	}
+	leader := strings.Fields(strings.TrimPrefix(moves[0], "Moved the leadership from "))[0]
+	if !strings.Contains(moved[2], "Removed member "+leader+" ") {
+		t.Errorf("%s: members moved in the order %q, want the leader %s last", what, moved, leader)
+	}
+}
+
+// migrationLeaderMoves returns the messages of the leadership moves made
+// before a member moved onto a new claim (a roll moves the leader too).
+func (e *etcdTest) migrationLeaderMoves(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, m := range e.eventMessages(t, "LeaderMoved") {
+		if strings.Contains(m, "onto a new volume claim") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// eventMessages returns the messages of the cluster's Events of reason, in
+// the order they were made.
+func (e *etcdTest) eventMessages(t *testing.T, reason string) []string {
+	t.Helper()
+	var list corev1.EventList
+	if err := cluster.Client.List(t.Context(), &list, client.InNamespace(e.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	var evs []corev1.Event
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Kind == "EtcdCluster" && ev.InvolvedObject.Name == e.Name && ev.Reason == reason {
+			evs = append(evs, ev)
+		}
+	}
+	slices.SortFunc(evs, func(a, b corev1.Event) int {
+		return cmp.Or(a.EventTime.Compare(b.EventTime.Time), a.CreationTimestamp.Compare(b.CreationTimestamp.Time))
+	})
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Message)
+	}
+	return out
 }

@@ -154,7 +154,8 @@ const (
 	// that their class cannot grow to).
 	ReasonMigratingVolumes = "MigratingVolumes"
 	// ReasonVolumeMigrationBlocked: the volume migration cannot go on
-	// until a person acts (its backup failed, or a one-member cluster).
+	// until a person acts (no such StorageClass, its backup failed, or a
+	// one-member cluster).
 	ReasonVolumeMigrationBlocked = "VolumeMigrationBlocked"
 	// ReasonReconcileFailed: Tend's last pass failed; the message quotes
 	// the error. Tend retries with backoff.

@@ -156,6 +156,14 @@ func (r *Reconciler) observeMigration(ctx context.Context, w *world, m *maintena
 	in := migrationInput{replicas: int(replicas(c)), migrate: m.volumes.migrate, members: w.members,
 		templateMatches: claimTemplateMatches(c, w.sts), backupName: migrationBackupName(c),
 		remaking: w.sts.DeletionTimestamp != nil, podsAdopted: len(w.data.orphans) == 0}
+	if class := c.Spec.Storage.StorageClassName; class != nil && len(in.migrate) > 0 {
+		switch err := r.Get(ctx, client.ObjectKey{Name: *class}, &storagev1.StorageClass{}); {
+		case apierrors.IsNotFound(err):
+			in.classMissing = *class
+		case err != nil:
+			return fmt.Errorf("reading StorageClass %s: %w", *class, err)
+		}
+	}
 	b := &etcdv1alpha1.EtcdBackup{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: in.backupName}, b); {
 	case apierrors.IsNotFound(err):

@@ -50,6 +50,9 @@ type migrationInput struct {
 	// the StatefulSet was remade, its controller adopts them).
 	podsAdopted bool
 	retained    []retainedVolume
+	// classMissing names the spec's StorageClass when it does not exist:
+	// a member moved onto a claim of it would never start.
+	classMissing string
 }
 
 // migrationKind is one step of the volume migration.
@@ -109,6 +112,10 @@ func planMigration(in migrationInput) migrationStep {
 			names = append(names, fmt.Sprintf("%s (of %s)", v.name, v.member))
 		}
 		return migrationStep{kind: migrateWait, message: "Keeping volumes " + strings.Join(names, ", ") + " until their members are healthy voters on their new claims"}
+	}
+	if in.classMissing != "" {
+		return migrationStep{kind: migrateBlocked, message: fmt.Sprintf("No member moves: StorageClass %s does not exist, and a member moved onto a claim of it would never start. "+
+			"Create it, or set spec.storage.storageClassName to a class that exists", in.classMissing)}
 	}
 	if in.replicas < 2 {
 		return migrationStep{kind: migrateBlocked, message: "A one-member cluster cannot move onto new volume claims: its only member would leave with all the data. " +

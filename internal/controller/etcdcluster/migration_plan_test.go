@@ -41,6 +41,8 @@ func TestPlanMigration(t *testing.T) {
 			kind: migrateWait, message: "complete and be verified"},
 		{name: "the backup failed: a person acts", in: ready(func(in *migrationInput) { in.backup, in.backupMsg = backupFailed, "disk full" }),
 			kind: migrateBlocked, message: "disk full"},
+		{name: "no such class: nothing starts, not even the backup", in: ready(func(in *migrationInput) { in.classMissing, in.backupExists = "fsat", false }),
+			kind: migrateBlocked, message: "StorageClass fsat does not exist"},
 		{name: "one member cannot move", in: ready(func(in *migrationInput) {
 			in.replicas, in.members, in.migrate = 1, []memberView{member(0, 0)}, []claimView{old(0)}
 		}), kind: migrateBlocked, message: "A one-member cluster"},

@@ -3,10 +3,8 @@
 package chaos
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/test/e2e/framework"
 )
 
 // retainedForLabel marks the volume of a member's old claim while the
@@ -112,21 +111,16 @@ func (e *etcdHandle) waitMigrated(t *testing.T, class string) time.Duration {
 // moved twice.
 func (e *etcdHandle) moveOverlaps(t *testing.T, since time.Time) []string {
 	t.Helper()
-	var list corev1.EventList
-	if err := cluster.Client.List(t.Context(), &list, client.InNamespace(e.Namespace)); err != nil {
+	evs, err := framework.EventsOf(t.Context(), cluster.Client, e.Namespace, "EtcdCluster", e.Name, "MovingMember", "MemberPromoted")
+	if err != nil {
 		t.Fatal(err)
 	}
-	var evs []corev1.Event
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == "EtcdCluster" && ev.InvolvedObject.Name == e.Name && !ev.EventTime.Time.Before(since) &&
-			(ev.Reason == "MovingMember" || ev.Reason == "MemberPromoted") {
-			evs = append(evs, ev)
-		}
-	}
-	slices.SortFunc(evs, func(a, b corev1.Event) int { return cmp.Compare(a.EventTime.UnixNano(), b.EventTime.UnixNano()) })
 	var problems []string
 	moved, out := map[string]bool{}, ""
 	for _, ev := range evs {
+		if ev.EventTime.Time.Before(since) {
+			continue
+		}
 		member := strings.Fields(strings.TrimPrefix(strings.TrimPrefix(ev.Message, "Removed member "), "Promoted learner "))[0]
 		switch ev.Reason {
 		case "MovingMember":

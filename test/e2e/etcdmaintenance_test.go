@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/test/e2e/framework"
 )
 
 // The storage upkeep of an EtcdCluster on the real node: compaction by
@@ -342,19 +342,10 @@ func (e *etcdTest) migrationLeaderMoves(t *testing.T) []string {
 // the order they were made.
 func (e *etcdTest) eventMessages(t *testing.T, reason string) []string {
 	t.Helper()
-	var list corev1.EventList
-	if err := cluster.Client.List(t.Context(), &list, client.InNamespace(e.Namespace)); err != nil {
+	evs, err := framework.EventsOf(t.Context(), cluster.Client, e.Namespace, "EtcdCluster", e.Name, reason)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var evs []corev1.Event
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == "EtcdCluster" && ev.InvolvedObject.Name == e.Name && ev.Reason == reason {
-			evs = append(evs, ev)
-		}
-	}
-	slices.SortFunc(evs, func(a, b corev1.Event) int {
-		return cmp.Or(a.EventTime.Compare(b.EventTime.Time), a.CreationTimestamp.Compare(b.CreationTimestamp.Time))
-	})
 	var out []string
 	for _, ev := range evs {
 		out = append(out, ev.Message)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,8 @@ func EtcdMemberHost(ns, name, member string) string {
 
 // EtcdMemberPods lists the member pods of EtcdCluster ns/name, terminating
 // ones included, sorted by name: the pods that its StatefulSet controls
-// (its Jobs' pods carry the cluster's label too).
+// (its Jobs' pods carry the cluster's label too), and members' pods that
+// no controller owns while the StatefulSet is remade.
 func (c *Cluster) EtcdMemberPods(ctx context.Context, ns, name string) ([]corev1.Pod, error) {
 	var list corev1.PodList
 	if err := c.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{EtcdClusterLabel: name}); err != nil {
@@ -41,7 +43,14 @@ func (c *Cluster) EtcdMemberPods(ctx context.Context, ns, name string) ([]corev1
 	}
 	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool {
 		ref := metav1.GetControllerOf(&p)
-		return ref == nil || ref.Kind != "StatefulSet" || ref.Name != name
+		if ref == nil {
+			// A member's pod between two StatefulSets (a volume migration
+			// remakes it keeping its pods) until the new one adopts it.
+			ordinal, ok := strings.CutPrefix(p.Name, name+"-")
+			_, err := strconv.Atoi(ordinal)
+			return !ok || err != nil
+		}
+		return ref.Kind != "StatefulSet" || ref.Name != name
 	})
 	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return pods, nil

@@ -41,7 +41,9 @@ func (r *Reconciler) runMigrateVolumes(ctx context.Context, s *scope, w *world, 
 		if !metav1.IsControlledBy(sts, c) {
 			return notOurs(c, "StatefulSet", sts)
 		}
-		err := r.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: &sts.UID, ResourceVersion: &sts.ResourceVersion})
+		// The UID, not the resourceVersion: a cache behind Tend's last
+		// patch of the StatefulSet must not fail the pass.
+		err := r.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: &sts.UID})
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting StatefulSet %s, keeping its pods: %w", sts.Name, err)
 		}

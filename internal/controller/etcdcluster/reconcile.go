@@ -29,11 +29,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, err
 	}
-	if rv, ok := r.written.Load(req.NamespacedName); ok && rv.(string) == c.ResourceVersion {
-		// The cache is behind this reconciler's own last status write:
-		// the write's watch event brings the next pass.
-		return ctrl.Result{RequeueAfter: requeueStale}, nil
-	}
 	if c.DeletionTimestamp == nil {
 		if err := r.reconcileFinalizer(ctx, c); err != nil {
 			return ctrl.Result{}, err
@@ -82,7 +77,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // going or gone: its next look, its roll slot, and its revisions.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.nextLook.Delete(key)
-	r.written.Delete(key)
 	r.rolls.release(key)
 	r.revisions.Delete(key)
 }
@@ -191,13 +185,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, c *etcdv1alpha1.Et
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}
-	base := before.ResourceVersion
-	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
+	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing the status: %w", err)
 	}
-	r.written.Store(client.ObjectKeyFromObject(c), base)
 	return nil
 }

@@ -51,13 +51,6 @@ type Reconciler struct {
 	// by retention (maintenance.go). Losing them on a restart delays the
 	// next compaction by one retention, as etcd's own compactor does.
 	revisions sync.Map // types.NamespacedName → revisionLog
-	// written is, per cluster, the resourceVersion that the last status
-	// write of a pass was made on. A pass that reads that version again
-	// reads a cache that has not seen the write yet (the write moved the
-	// version on), and acting on it could repeat what that pass did: a
-	// restart, a removal, an Event. Losing it on a restart loses nothing:
-	// a new manager's cache starts from the apiserver.
-	written sync.Map // types.NamespacedName → string
 }
 
 // Members is what the controller asks of an etcd cluster; *etcd.Client
@@ -98,10 +91,6 @@ const (
 	// requeueStep follows a membership change or a wait for a learner:
 	// the next step is usually possible within seconds.
 	requeueStep = 2 * time.Second
-	// requeueStale is how soon a pass that read a cache behind Tend's
-	// own last status write looks again, should the write's watch event
-	// be missed.
-	requeueStale = 500 * time.Millisecond
 	// requeueUnreachable is while no member answers, such as while the
 	// first members start.
 	requeueUnreachable = 5 * time.Second

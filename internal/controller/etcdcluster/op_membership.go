@@ -71,16 +71,13 @@ func (r *Reconciler) takeStep(ctx context.Context, s *scope, cli Members, next s
 	case stepAddLearner:
 		views, err = r.addLearner(ctx, s, cli, next.ordinal, views)
 	case stepReplace:
-		if err = cli.Remove(ctx, m.ID); err != nil {
-			break
-		}
-		why := "unhealthy since " + m.UnhealthySince.UTC().Format(time.RFC3339)
-		if m.DataLost {
-			why = "which lost its data"
-		}
-		r.event(c, corev1.EventTypeWarning, "ReplacingMember", "RemoveMember", "Removed member %s (%s), %s; adding it anew with empty data", m.Name, m.ID, why)
-		views = removeView(views, m.ID)
-		views, err = r.addLearner(ctx, s, cli, m.Ordinal, views)
+		views, err = r.replaceMember(ctx, s, cli, m, views, func() {
+			why := "unhealthy since " + m.UnhealthySince.UTC().Format(time.RFC3339)
+			if m.DataLost {
+				why = "which lost its data"
+			}
+			r.event(c, corev1.EventTypeWarning, "ReplacingMember", "RemoveMember", "Removed member %s (%s), %s; adding it anew with empty data", m.Name, m.ID, why)
+		})
 	}
 	if err == nil {
 		return views, nil
@@ -90,6 +87,18 @@ func (r *Reconciler) takeStep(ctx context.Context, s *scope, cli Members, next s
 		return views, nil
 	}
 	return views, fmt.Errorf("%s: %w", next.message, err)
+}
+
+// replaceMember removes m from etcd, says so (removed), and adds it anew
+// at its ordinal as a learner whose pod and volume claim are deleted, so
+// that it starts empty and joins: a failed member's replacement, and a
+// member's move onto a new claim (op_migrate_volumes.go).
+func (r *Reconciler) replaceMember(ctx context.Context, s *scope, cli Members, m memberView, views []memberView, removed func()) ([]memberView, error) {
+	if err := cli.Remove(ctx, m.ID); err != nil {
+		return views, err
+	}
+	removed()
+	return r.addLearner(ctx, s, cli, m.Ordinal, removeView(views, m.ID))
 }
 
 // addLearner adds the member at ordinal as a learner. When the ordinal's

@@ -64,16 +64,13 @@ func (r *Reconciler) runMigrateVolumes(ctx context.Context, s *scope, w *world, 
 		if err := r.retainVolume(ctx, c, st.claim); err != nil {
 			return err
 		}
-		if err := s.cli.Remove(callCtx, m.ID); err != nil {
-			return fmt.Errorf("%s: %w", st.message, err)
-		}
-		r.event(c, corev1.EventTypeNormal, "MovingMember", "RemoveMember", "Removed member %s (%s) to move it onto a claim of %s; volume %s of its old claim is kept until it is a healthy voter again",
-			m.Name, m.ID, targetOf(c), st.claim.volume)
-		w.members = removeView(w.members, m.ID)
-		views, err := r.addLearner(callCtx, s, s.cli, m.Ordinal, w.members)
+		views, err := r.replaceMember(callCtx, s, s.cli, m, w.members, func() {
+			r.event(c, corev1.EventTypeNormal, "MovingMember", "RemoveMember", "Removed member %s (%s) to move it onto a claim of %s; volume %s of its old claim is kept until it is a healthy voter again",
+				m.Name, m.ID, targetOf(c), st.claim.volume)
+		})
 		w.members = views
 		if err != nil {
-			return fmt.Errorf("adding %s back as a learner: %w", m.Name, err)
+			return fmt.Errorf("%s: %w", st.message, err)
 		}
 	case migrateRelease:
 		return r.releaseVolume(ctx, c, st.volume)

@@ -30,10 +30,12 @@ func (r *Reconciler) runMigrateVolumes(ctx context.Context, s *scope, w *world, 
 			return err
 		}
 		b := migrationBackup(c)
-		if err := r.createOwned(ctx, c, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		switch err := r.createOwned(ctx, c, b); { // as the upgrade's backup
+		case err == nil:
+			r.event(c, corev1.EventTypeNormal, "MigrationBackup", "CreateBackup", "Created EtcdBackup %s: the members move onto claims of %s once it is complete and verified", b.Name, targetOf(c))
+		case !apierrors.IsAlreadyExists(err):
 			return err
 		}
-		r.event(c, corev1.EventTypeNormal, "MigrationBackup", "CreateBackup", "Created EtcdBackup %s: the members move onto claims of %s once it is complete and verified", b.Name, targetOf(c))
 		s.requeueAfter(requeueUnreachable)
 		return nil
 	case migrateRemakeSet:

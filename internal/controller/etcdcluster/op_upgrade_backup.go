@@ -42,10 +42,14 @@ func (r *Reconciler) reconcileUpgradeBackup(ctx context.Context, s *scope, u *et
 		if err := r.createBackupClaim(ctx, c); err != nil {
 			return err
 		}
-		if err := r.createOwned(ctx, c, upgradeBackup(c)); err != nil && !apierrors.IsAlreadyExists(err) {
+		// A cache behind the create finds no backup yet: the backup is
+		// there, and its Event was recorded when it was made.
+		switch err := r.createOwned(ctx, c, upgradeBackup(c)); {
+		case err == nil:
+			r.event(c, corev1.EventTypeNormal, "UpgradeBackup", "CreateBackup", "Created EtcdBackup %s: the upgrade from %s to %s starts once it is complete and verified", name, up.from, up.to)
+		case !apierrors.IsAlreadyExists(err):
 			return err
 		}
-		r.event(c, corev1.EventTypeNormal, "UpgradeBackup", "CreateBackup", "Created EtcdBackup %s: the upgrade from %s to %s starts once it is complete and verified", name, up.from, up.to)
 		obs.reason, obs.message = etcdv1alpha1.ReasonBackingUpBeforeUpgrade, fmt.Sprintf("Taking EtcdBackup %s before upgrading from %s to %s", name, up.from, up.to)
 	case up.backupState == backupFailed:
 		obs.reason, obs.degraded = etcdv1alpha1.ReasonUpgradeBlocked, true

@@ -29,6 +29,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, err
 	}
+	if r.behindOwnWrite(c) {
+		return ctrl.Result{RequeueAfter: requeueStale}, nil
+	}
 	if c.DeletionTimestamp == nil {
 		if err := r.reconcileFinalizer(ctx, c); err != nil {
 			return ctrl.Result{}, err
@@ -77,6 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // going or gone: its next look, its roll slot, and its revisions.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.nextLook.Delete(key)
+	r.written.Delete(key)
 	r.rolls.release(key)
 	r.revisions.Delete(key)
 }
@@ -185,8 +189,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, c *etcdv1alpha1.Et
 	if equality.Semantic.DeepEqual(before.Status, c.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("writing the status: %w", err)
 	}
+	r.wrote(c)
 	return nil
 }

@@ -51,6 +51,11 @@ type Reconciler struct {
 	// by retention (maintenance.go). Losing them on a restart delays the
 	// next compaction by one retention, as etcd's own compactor does.
 	revisions sync.Map // types.NamespacedName → revisionLog
+	// written is, per cluster, the resourceVersion of Tend's last write of
+	// it, until the cache has caught up (written.go). Losing it on a
+	// restart loses nothing: a new manager's cache starts from the
+	// apiserver.
+	written sync.Map // types.NamespacedName → string
 }
 
 // Members is what the controller asks of an etcd cluster; *etcd.Client
@@ -94,6 +99,10 @@ const (
 	// requeueUnreachable is while no member answers, such as while the
 	// first members start.
 	requeueUnreachable = 5 * time.Second
+	// requeueStale is how soon a pass that read a cache behind Tend's own
+	// last write of the cluster looks again, should that write's watch
+	// event not bring it sooner.
+	requeueStale = 500 * time.Millisecond
 	// requeueSteady is the health check of a cluster that matches its
 	// spec: it times member replacement and notices failures that no
 	// Kubernetes event reports.

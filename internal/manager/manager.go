@@ -107,6 +107,11 @@ func New(cfg *rest.Config, opts Options, controllers []Controller) (ctrl.Manager
 	}
 	var sources []statemetrics.Source
 	for _, c := range controllers {
+		if c.Apart != nil {
+			if err := addApart(mgr, cfg, opts.WatchNamespaces, c.Name, c.Apart); err != nil {
+				return nil, err
+			}
+		}
 		if err := c.Setup(controllersMgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", c.Name, err)
 		}

@@ -198,6 +198,11 @@ type Controller struct {
 	// changes to objects that users name, such as their Secrets, without
 	// holding their data.
 	Metadata []client.Object
+	// Apart, when set, is a cache of the controller's own for kinds that
+	// it narrows another way than the manager's cache does (a kind that
+	// another controller narrows already): New builds it, over the same
+	// namespaces, before Setup runs, and starts it with the manager's.
+	Apart *Apart
 	// Metrics, when set, exports the state of the controller's objects
 	// (internal/statemetrics), read from the cache at each scrape.
 	Metrics *statemetrics.Source

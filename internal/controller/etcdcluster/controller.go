@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/etcd"
@@ -98,8 +99,10 @@ func PVCCache() cache.ByObject { return manager.WithLabel(LabelCluster) }
 // user's Secrets themselves (Provided mode), and any object of Tend's that
 // lost its label, are read from the apiserver (manager.ReadThrough).
 func Controller(opts *Options) manager.Controller {
+	apart := &manager.Apart{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: MemberPodCache()}}
 	return manager.Controller{
-		Name: Name,
+		Name:  Name,
+		Apart: apart,
 		Cache: map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: PVCCache(),
 			&corev1.Secret{}:                manager.MadeByTend(),
@@ -112,6 +115,8 @@ func Controller(opts *Options) manager.Controller {
 			r := &Reconciler{
 				Client:               manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}),
 				APIReader:            mgr.GetAPIReader(),
+				Pods:                 apart.Cache,
+				PodCache:             apart.Cache,
 				Recorder:             mgr.GetEventRecorder("tend-etcdcluster"),
 				MemberChangeInterval: opts.MemberChangeInterval,
 				Clock:                opts.Clock,
@@ -163,7 +168,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if err != nil {
 		return fmt.Errorf("indexing EtcdRestores by cluster: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		// A pass's own status write must not start another; a person's
 		// annotation (skip the final snapshot, adopt volumes) must.
@@ -182,8 +187,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfBackup)).
 		// The cluster's controller carries out its in-place restores.
 		Watches(&etcdv1alpha1.EtcdRestore{}, handler.EnqueueRequestsFromMapFunc(clusterOfRestore)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	if r.PodCache != nil {
+		b = b.WatchesRawSource(source.Kind(r.PodCache, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(clusterOfPod)))
+	}
+	return b.Complete(r)
 }
 
 // clusterOfRestore maps an EtcdRestore to its cluster.

@@ -81,6 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.nextLook.Delete(key)
 	r.written.Delete(key)
+	r.going.forget(key)
 	r.rolls.release(key)
 	r.revisions.Delete(key)
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -21,10 +22,16 @@ import (
 // Reconciler runs EtcdClusters.
 type Reconciler struct {
 	client.Client
-	// APIReader lists the member pods, which the manager's cache does not
-	// hold.
+	// APIReader reads what no cache holds: a Job's pods once it ended,
+	// Events, PersistentVolumes, and objects a step must see as they are.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	// Pods reads the member pods: the controller's own pod cache
+	// (MemberPodCache). Nil reads them through APIReader.
+	Pods client.Reader
+	// PodCache, when set, is watched for member pods (it is the cache
+	// behind Pods).
+	PodCache cache.Cache
+	Recorder events.EventRecorder
 	// Clock times member health and certificate renewal. Nil means the real
 	// clock.
 	Clock clock.PassiveClock
@@ -56,6 +63,9 @@ type Reconciler struct {
 	// restart loses nothing: a new manager's cache starts from the
 	// apiserver.
 	written sync.Map // types.NamespacedName → string
+	// going are the member pods Tend deleted that the pod cache may not
+	// show deleting yet (pods.go).
+	going goingPods
 }
 
 // Members is what the controller asks of an etcd cluster; *etcd.Client

@@ -14,17 +14,19 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
 
-// observeData lists the member pods of sts, from the apiserver (the
-// manager does not cache them), and the volume claims, from the cache.
-// Pods that only carry the members' labels, and claims made for an older
+// observeData lists the member pods of sts, from the controller's pod
+// cache (a pod Tend deleted shows as deleting, even before the cache saw
+// it: goingPods), and the volume claims, from the manager's cache. Pods
+// that only carry the members' labels, and claims made for an older
 // cluster of the same name, are none of the members'.
 func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet) (memberData, error) {
 	d := memberData{ips: map[string]string{}, holders: map[string]types.UID{}, pods: map[string]*corev1.Pod{},
 		marks: map[string]string{}, created: map[string]time.Time{}}
 	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
+	if err := r.podReader().List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
 		return d, fmt.Errorf("listing member pods: %w", err)
 	}
+	r.going.apply(client.ObjectKeyFromObject(c), pods.Items)
 	for i, p := range pods.Items {
 		if !isMemberPod(c, sts, &p) {
 			if awaitsAdoption(c, &p) {
@@ -155,6 +157,7 @@ func (r *Reconciler) deleteMemberData(ctx context.Context, s *scope, ordinal int
 		if err := r.deleteExactly(ctx, "pod", pod); err != nil {
 			return err
 		}
+		r.going.add(client.ObjectKeyFromObject(c), pod.UID, s.now)
 	}
 	r.event(c, corev1.EventTypeNormal, "MemberDataDeleted", "DeleteMemberData", "Deleted pod %s and its data: it starts again empty and joins as a new member", name)
 	return nil

@@ -812,10 +812,10 @@ func (a *analysis) fieldReads(field *types.Var, seen map[types.Object]bool, at t
 }
 
 // readsOf follows a reader expression to where it comes from: the
-// manager's GetAPIReader or a client.New (the apiserver), its GetClient or
-// GetCache (the cache), manager.ReadThrough; through fields, parameters,
-// local variables, and the parameters of function literals stored in a
-// field.
+// manager's GetAPIReader or a client.New (the apiserver), its GetClient,
+// its GetCache or a cache.New (a cache), manager.ReadThrough; through
+// fields, parameters, local variables, and the parameters of function
+// literals stored in a field.
 func (a *analysis) readsOf(s site, seen map[types.Object]bool) reads {
 	switch x := ast.Unparen(s.expr).(type) {
 	case *ast.CallExpr:
@@ -824,7 +824,7 @@ func (a *analysis) readsOf(s site, seen map[types.Object]bool) reads {
 		case fn == nil:
 		case fn.Name() == "GetAPIReader", isFunc(fn, clientPkg, "New"), isFunc(fn, clientPkg, "NewWithWatch"):
 			return reads{live: true}
-		case fn.Name() == "GetClient", fn.Name() == "GetCache":
+		case fn.Name() == "GetClient", fn.Name() == "GetCache", isFunc(fn, cachePkg, "New"):
 			return reads{cached: true}
 		case isFunc(fn, tendManagerPkg, "ReadThrough"):
 			r := a.readsOf(site{p: s.p, decl: s.decl, expr: x.Args[0]}, seen)

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tend-dev/tend/internal/manager"
@@ -56,15 +55,6 @@ func clusterOfPod(_ context.Context, pod *corev1.Pod) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: name}}}
-}
-
-// podReader is where member pods are read: the controller's own cache,
-// or, for a Reconciler built without one (unit tests), the API reader.
-func (r *Reconciler) podReader() client.Reader {
-	if r.Pods != nil {
-		return r.Pods
-	}
-	return r.APIReader
 }
 
 // goingPods are the member pods that Tend deleted, until the pod cache

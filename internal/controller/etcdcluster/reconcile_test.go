@@ -40,7 +40,7 @@ func TestAFailedStatusWriteReturnsTheErrorAlone(t *testing.T) {
 				return refused
 			},
 		}).Build()
-	r := &Reconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0)}
+	r := &Reconciler{Client: cl, APIReader: cl, Pods: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0)}
 
 	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	g.Expect(err).To(MatchError(refused))
@@ -53,7 +53,7 @@ func TestAFailedStatusWriteReturnsTheErrorAlone(t *testing.T) {
 func TestAGoneClusterIsForgotten(t *testing.T) {
 	g := NewWithT(t)
 	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithIndex(&etcdv1alpha1.EtcdRestore{}, indexRestoreCluster, restoreClusterName).Build()
-	r := &Reconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0), MemberChangeInterval: time.Minute}
+	r := &Reconciler{Client: cl, APIReader: cl, Pods: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0), MemberChangeInterval: time.Minute}
 	key := types.NamespacedName{Namespace: "db", Name: "kv"}
 	g.Expect(r.untilTick(key, t0)).To(BeZero())
 	g.Expect(r.rolls.acquire(key, 1)).To(BeTrue())
@@ -76,7 +76,7 @@ func TestALeaderMoveIsRecordedWhateverTheStatusWrite(t *testing.T) {
 	ctx := context.Background()
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv"}}
 	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(c).WithStatusSubresource(c).Build()
-	r := &Reconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0)}
+	r := &Reconciler{Client: cl, APIReader: cl, Pods: cl, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakeClock(t0)}
 
 	// The pass's read: a roll at revision "r2" with no move yet.
 	stale := &etcdv1alpha1.EtcdCluster{}

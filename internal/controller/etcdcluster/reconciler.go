@@ -26,7 +26,7 @@ type Reconciler struct {
 	// Events, PersistentVolumes, and objects a step must see as they are.
 	APIReader client.Reader
 	// Pods reads the member pods: the controller's own pod cache
-	// (MemberPodCache). Nil reads them through APIReader.
+	// (MemberPodCache).
 	Pods client.Reader
 	// PodCache, when set, is watched for member pods (it is the cache
 	// behind Pods).

@@ -215,7 +215,7 @@ func newRecoveryWorld(t *testing.T, mutate func(*etcdv1alpha1.EtcdCluster), extr
 		Build()
 	e := &scriptedEtcd{}
 	clock := clocktesting.NewFakeClock(t0)
-	r := &Reconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(1000), Clock: clock,
+	r := &Reconciler{Client: cl, APIReader: cl, Pods: cl, Recorder: events.NewFakeRecorder(1000), Clock: clock,
 		Connect: needDeadline(e.connect), AgentImage: "tend:test", MaxOperatorRolls: 1}
 	return &recoveryWorld{t: t, g: g, ctx: context.Background(), c: c, cl: cl, r: r, etcd: e, clock: clock}
 }

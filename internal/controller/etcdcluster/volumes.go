@@ -23,7 +23,7 @@ func (r *Reconciler) observeData(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	d := memberData{ips: map[string]string{}, holders: map[string]types.UID{}, pods: map[string]*corev1.Pod{},
 		marks: map[string]string{}, created: map[string]time.Time{}}
 	var pods corev1.PodList
-	if err := r.podReader().List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
+	if err := r.Pods.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector(c))); err != nil {
 		return d, fmt.Errorf("listing member pods: %w", err)
 	}
 	r.going.apply(client.ObjectKeyFromObject(c), pods.Items)

@@ -122,13 +122,13 @@ CHAOS_TABLE := $(CURDIR)/.cache/chaos/table.txt
 .PHONY: chaos
 chaos: ## The chaos suite on the local cluster (docs/reliability.md): 50 manager kills during PodSet scaling, manager kills during etcd scaling, member replacement, rolls, backups, restores and quorum-loss recoveries, etcd member kills, leader takeover, frozen leaders, fuzzed specs.
 	hack/cluster/up.sh
-	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -timeout 150m ./test/chaos/... -args -chaos.kills=50 -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
+	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -parallel 2 -timeout 150m ./test/chaos/... -args -chaos.kills=50 -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
 		cat $(CHAOS_TABLE) 2>/dev/null || true; exit $$rc
 
 .PHONY: test-chaos-short
 test-chaos-short: ## The chaos suite's reduced form for CI: a few kills of each kind and a small fuzz.
 	hack/cluster/up.sh
-	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -timeout 45m ./test/chaos/... -args -chaos.short -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
+	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -parallel 2 -timeout 45m ./test/chaos/... -args -chaos.short -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
 		cat $(CHAOS_TABLE) 2>/dev/null || true; exit $$rc
 
 .PHONY: bench

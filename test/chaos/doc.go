@@ -1,6 +1,6 @@
 //go:build e2e
 
-// Package chaos is Tend's chaos suite (issue 14), on the local cluster (see
+// Package chaos is Tend's chaos suite, on the local cluster (see
 // test/e2e/framework and docs/cluster.md): it kills the manager with SIGKILL
 // at random points of PodSet and EtcdCluster operations, kills etcd members
 // under a writer, kills the leader of two manager replicas, and sends
@@ -11,9 +11,15 @@
 // end of the run (docs/reliability.md).
 //
 // Run it with make chaos (the full counts) or make test-chaos-short (CI's
-// reduced form). The scenarios run one after another, never in parallel: a
-// manager kill disturbs everything on the cluster. The package must not
-// skip: a missing component fails the run.
+// reduced form). The PodSet, leader and fuzz scenarios run one after
+// another: they count the manager's restarts and writes, or change its
+// Deployment, and a kill elsewhere would disturb those counts. The etcd
+// scenarios then run two at a time (t.Parallel, go test's -parallel of 2
+// on two cores): each checks its own cluster, in its own namespace, and a
+// kill that another scenario makes is one more fault whose invariants must
+// hold; their kills take turns (killManager), and each draws from a random
+// source of its own (random). The package must not skip: a missing
+// component fails the run.
 //
 // It must not change the cluster beyond its own namespaces, except for the
 // manager's pods (which it kills) and the manager Deployment's replicas

@@ -41,6 +41,7 @@ const backupJobSuffix = "-backup"
 // multipart upload is left open in it (orphans); and every acknowledged
 // write reads back.
 func TestEtcdBackupManagerKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "EtcdBackup and schedule, manager SIGKILL")
 	ctx := t.Context()
 	ns := cluster.Namespace(t)
@@ -73,7 +74,7 @@ func TestEtcdBackupManagerKills(t *testing.T) {
 	r.Duplicates, r.Orphans = 0, 0
 	var kept []*etcdv1alpha1.EtcdBackup
 	for i := range max(2, scaled()) {
-		rng := random()
+		rng := random(t)
 		var what string
 		var delay time.Duration
 		var after func()

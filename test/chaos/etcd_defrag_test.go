@@ -33,6 +33,7 @@ const defragmentAnnotation = "etcd.tend.dev/defragment"
 // the row's duplicates. At the end every acknowledged write reads back and
 // the members hash alike.
 func TestEtcdDefragManagerKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "EtcdCluster defragmentation, manager SIGKILL")
 	ctx := t.Context()
 	const n = 3
@@ -63,7 +64,7 @@ func TestEtcdDefragManagerKills(t *testing.T) {
 	for i := range scaled() {
 		// A round of three members takes about 10s (a step every 2s); the
 		// kill falls anywhere in it.
-		delay := time.Duration(random().Int64N(int64(10 * time.Second)))
+		delay := time.Duration(random(t).Int64N(int64(10 * time.Second)))
 		request := time.Now().UTC().Format(time.RFC3339Nano)
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, defragmentAnnotation, request)
 		ec := &etcdv1alpha1.EtcdCluster{}

@@ -57,6 +57,7 @@ func newEtcdWith(t *testing.T, ns string, n int, mutate func(*etcdv1alpha1.EtcdC
 // left over, and a watch of etcd's member list never saw a member removed
 // while that broke quorum.
 func TestEtcdMemberKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "etcd member SIGKILL under writes")
 	ctx := t.Context()
 	n := 5
@@ -71,7 +72,7 @@ func TestEtcdMemberKills(t *testing.T) {
 
 	rounds := 2 * scaled()
 	for i := range rounds {
-		rng := random()
+		rng := random(t)
 		many := 1
 		if i%2 == 1 {
 			many = (n - 1) / 2 // a minority at once

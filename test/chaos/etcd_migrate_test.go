@@ -31,6 +31,7 @@ const retainedForLabel = "etcd.tend.dev/retained-for"
 // for the cluster, no claim of no member. At the end every acknowledged
 // write reads back and the members hash alike.
 func TestEtcdMigrationManagerKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "EtcdCluster volume migration, manager SIGKILL")
 	ctx := t.Context()
 	const n = 3
@@ -48,7 +49,7 @@ func TestEtcdMigrationManagerKills(t *testing.T) {
 		}
 		// A migration of three members takes about two and a half
 		// minutes, its backup first; the kill falls anywhere in the first 90s.
-		delay := time.Duration(random().Int64N(int64(90 * time.Second)))
+		delay := time.Duration(random(t).Int64N(int64(90 * time.Second)))
 		time.Sleep(delay)
 		k := r.killManager(t, fmt.Sprintf("migration %d to %s (kill %s in)", i+1, class, delay.Round(time.Millisecond)))
 		took := e.waitMigrated(t, class)

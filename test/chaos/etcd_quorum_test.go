@@ -33,6 +33,7 @@ import (
 // the recovery Job left behind, or a member volume of no member, counts in
 // orphans.
 func TestEtcdQuorumLossManagerKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "EtcdCluster quorum-loss recovery, manager SIGKILL")
 	ctx := t.Context()
 	ns := cluster.Namespace(t)
@@ -80,7 +81,7 @@ func TestEtcdQuorumLossManagerKills(t *testing.T) {
 			return true, nil
 		})
 		stopJobs := sampleRecoveryJobs(ctx, e)
-		delay := time.Duration(random().Int64N(int64(30 * time.Second)))
+		delay := time.Duration(random(t).Int64N(int64(30 * time.Second)))
 		time.Sleep(delay)
 		k := r.killManager(t, fmt.Sprintf("round %d (recovery from %s, kill %s in)", i+1, survivor, delay.Round(time.Millisecond)))
 		waitRecoveryComplete(t, e)

@@ -25,6 +25,7 @@ import (
 // the end every acknowledged write reads back, the members hash alike, and
 // the member watch never saw a removal that broke quorum.
 func TestEtcdReplacementManagerKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "etcd member replacement, manager SIGKILL")
 	ctx := t.Context()
 	const n = 3
@@ -36,7 +37,7 @@ func TestEtcdReplacementManagerKills(t *testing.T) {
 
 	r.Orphans = 0
 	for i := range max(2, scaled()) {
-		rng := random()
+		rng := random(t)
 		ec, err := e.get(ctx)
 		if err != nil {
 			t.Fatal(err)

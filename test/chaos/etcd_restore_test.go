@@ -32,6 +32,7 @@ import (
 // volume of no member, a restore Job left behind, or the backup still held
 // once the restore is done counts in orphans.
 func TestEtcdRestoreManagerKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "EtcdRestore in place, manager SIGKILL")
 	ctx := t.Context()
 	ns := cluster.Namespace(t)
@@ -69,7 +70,7 @@ func TestEtcdRestoreManagerKills(t *testing.T) {
 			t.Fatal(err)
 		}
 		stopSampler := sampleRestores(ctx, t, ns)
-		delay := time.Duration(random().Int64N(int64(40 * time.Second)))
+		delay := time.Duration(random(t).Int64N(int64(40 * time.Second)))
 		time.Sleep(delay)
 		k := r.killManager(t, fmt.Sprintf("round %d (restore %s, kill %s in)", i+1, rs.Name, delay.Round(time.Millisecond)))
 		_, _, _ = after.Stop()

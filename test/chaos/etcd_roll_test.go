@@ -28,6 +28,7 @@ const memberRevisionAnnotation = "etcd.tend.dev/member-revision"
 // the end every acknowledged write reads back, the members hash alike, and
 // the member watch never saw a removal that broke quorum.
 func TestEtcdRollManagerKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "EtcdCluster roll, manager SIGKILL")
 	from, to := cluster.Settings.EtcdUpgradeFromVersion, cluster.Settings.EtcdVersion
 	if from == "" || to == "" || from == to {
@@ -45,7 +46,7 @@ func TestEtcdRollManagerKills(t *testing.T) {
 
 	r.Duplicates, r.Orphans = 0, 0
 	for i := range scaled() {
-		rng := random()
+		rng := random(t)
 		cpu := resource.MustParse(fmt.Sprintf("%dm", 10+10*(i%2)))
 		what := "CPU request " + cpu.String()
 		change := func(s *etcdv1alpha1.EtcdClusterSpec) {

@@ -19,6 +19,7 @@ import (
 // acknowledged write reads back and the members' data hash alike; a watch
 // of etcd's member list never saw a removal that broke quorum.
 func TestEtcdScaleManagerKills(t *testing.T) {
+	t.Parallel() // beside another etcd scenario, once the others ran (doc.go)
 	r := scenario(t, "EtcdCluster scale, manager SIGKILL")
 	ctx := t.Context()
 	ns := cluster.Namespace(t)
@@ -40,7 +41,7 @@ func TestEtcdScaleManagerKills(t *testing.T) {
 		}
 		// Adding two members one at a time takes tens of seconds; the kill
 		// falls anywhere in the first 20.
-		delay := time.Duration(random().Int64N(int64(20 * time.Second)))
+		delay := time.Duration(random(t).Int64N(int64(20 * time.Second)))
 		if err := e.patchSpec(ctx, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Replicas = ptr.To(int32(target)) }); err != nil {
 			t.Fatal(err)
 		}

@@ -114,7 +114,7 @@ func TestFuzzedSpecs(t *testing.T) {
 	restarts0, which0 := managerRestarts(pods)
 	since := metav1.Now()
 
-	rng := random()
+	rng := random(t)
 	f := &fuzzer{rng: rng, p: 0.3}
 	type created struct {
 		obj  client.Object

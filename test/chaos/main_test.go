@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -37,15 +38,25 @@ var cluster = framework.New()
 var (
 	seed    uint64
 	rngMu   sync.Mutex
-	theRand *rand.Rand
+	sources = map[string]*rand.Rand{}
 )
 
-// random returns the run's seeded random source; the scenarios run one
-// after another, so their draws repeat with the seed.
-func random() *rand.Rand {
+// random returns t's own random source, seeded from the run's seed and t's
+// name: a scenario's draws repeat with the seed, whatever ran before it or
+// runs beside it (the etcd scenarios run two at a time). The source is
+// t's alone; only t's goroutine draws from it.
+func random(t *testing.T) *rand.Rand {
 	rngMu.Lock()
 	defer rngMu.Unlock()
-	return theRand
+	if r, ok := sources[t.Name()]; ok {
+		return r
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(t.Name()))
+	s := seed ^ h.Sum64()
+	r := rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+	sources[t.Name()] = r
+	return r
 }
 
 // kills is the number of manager kills for PodSet scaling, and scaled is a
@@ -77,7 +88,6 @@ func TestMain(m *testing.M) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	theRand = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	start := time.Now()
 	code := cluster.Run(m)
 	var b bytes.Buffer

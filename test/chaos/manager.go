@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -109,13 +110,20 @@ type kill struct {
 	Takeover time.Duration
 }
 
+// killing is held from a kill of the manager to its successor's takeover:
+// the etcd scenarios run two at a time, and a scenario that read the
+// Lease while another's kill was under way would find its holder gone.
+var killing sync.Mutex
+
 // killManager kills the leading manager pod: SIGKILL of its process, then a
 // forced delete of the pod (--grace-period=0 --force), so that the
 // Deployment starts a new pod rather than the kubelet restarting the
 // container with a growing back-off. It waits until a Ready pod other than
 // the killed one holds the Lease, and returns the time from the kill to
-// that.
+// that. Kills of scenarios that run together take turns.
 func killManager(ctx context.Context, c client.Client) (kill, error) {
+	killing.Lock()
+	defer killing.Unlock()
 	holder, _, err := leaseHolder(ctx, c)
 	if err != nil {
 		return kill{}, err

@@ -42,7 +42,7 @@ func TestPodSetManagerKills(t *testing.T) {
 	current := 2
 	r.Duplicates, r.Orphans = 0, 0
 	for i := range kills() {
-		rng := random()
+		rng := random(t)
 		target := rng.IntN(7)
 		if target == current {
 			target = (target + 1) % 7

@@ -154,8 +154,9 @@ const (
 	// that their class cannot grow to).
 	ReasonMigratingVolumes = "MigratingVolumes"
 	// ReasonVolumeMigrationBlocked: the volume migration cannot go on
-	// until a person acts (no such StorageClass, its backup failed, or a
-	// one-member cluster).
+	// until a person acts (no such StorageClass, its backup failed, a
+	// one-member cluster, or a remade StatefulSet that does not adopt the
+	// member pods).
 	ReasonVolumeMigrationBlocked = "VolumeMigrationBlocked"
 	// ReasonReconcileFailed: Tend's last pass failed; the message quotes
 	// the error. Tend retries with backoff.

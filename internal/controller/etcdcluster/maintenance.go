@@ -154,7 +154,7 @@ func (r *Reconciler) observeMigration(ctx context.Context, w *world, m *maintena
 	}
 	in := migrationInput{replicas: int(replicas(c)), migrate: m.volumes.migrate, members: w.members,
 		templateMatches: claimTemplateMatches(c, w.sts), backupName: migrationBackupName(c),
-		remaking: w.sts.DeletionTimestamp != nil, podsAdopted: len(w.data.orphans) == 0}
+		remaking: w.sts.DeletionTimestamp != nil, unadopted: w.data.orphans, set: c.Namespace + "/" + w.sts.Name, setAge: w.clock.Sub(w.sts.CreationTimestamp.Time)}
 	if class := c.Spec.Storage.StorageClassName; class != nil && len(in.migrate) > 0 {
 		switch err := r.Get(ctx, client.ObjectKey{Name: *class}, &storagev1.StorageClass{}); {
 		case apierrors.IsNotFound(err):

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -28,6 +29,11 @@ type retainedVolume struct {
 	policy corev1.PersistentVolumeReclaimPolicy
 }
 
+// adoptionDeadline is how long a remade StatefulSet may take to adopt the
+// member pods before the migration says it is blocked: the StatefulSet
+// controller adopts them in its first sync, within seconds.
+const adoptionDeadline = 5 * time.Minute
+
 // migrationInput is what the volume migration decides on.
 type migrationInput struct {
 	replicas int
@@ -46,10 +52,13 @@ type migrationInput struct {
 	backupName   string
 	backupMsg    string
 	members      []memberView
-	// podsAdopted: every member pod is the current StatefulSet's (after
-	// the StatefulSet was remade, its controller adopts them).
-	podsAdopted bool
-	retained    []retainedVolume
+	// unadopted are the member pods that no controller owns yet: the
+	// StatefulSet was remade, and its controller adopts them. set names
+	// it (namespace/name), setAge is how long ago it was made.
+	unadopted []string
+	set       string
+	setAge    time.Duration
+	retained  []retainedVolume
 	// classMissing names the spec's StorageClass when it does not exist:
 	// a member moved onto a claim of it would never start.
 	classMissing string
@@ -135,8 +144,15 @@ func planMigration(in migrationInput) migrationStep {
 	if !in.templateMatches {
 		return migrationStep{kind: migrateRemakeSet, message: "Remaking the StatefulSet, keeping its pods, so that new member claims have the spec's class and size"}
 	}
-	if !in.podsAdopted {
-		return migrationStep{kind: migrateWait, message: "Waiting for the remade StatefulSet to adopt the member pods"}
+	if len(in.unadopted) > 0 {
+		pods := strings.Join(in.unadopted, ", ")
+		if in.setAge >= adoptionDeadline {
+			ns, name, _ := strings.Cut(in.set, "/")
+			return migrationStep{kind: migrateBlocked, message: fmt.Sprintf("StatefulSet %s was made again %s ago, keeping the member pods, and has not adopted %s: "+
+				"Kubernetes' StatefulSet controller (kube-controller-manager) adopts the pods its selector matches. Check that it runs, and what kubectl describe statefulset -n %s %s says; "+
+				"no member moves until every member pod is the StatefulSet's", name, in.setAge.Round(time.Second), pods, ns, name)}
+		}
+		return migrationStep{kind: migrateWait, message: "Waiting for the remade StatefulSet to adopt the member pods " + pods}
 	}
 	for _, m := range in.members {
 		if m.IsLearner || !m.Healthy {

@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,7 @@ func TestPlanMigration(t *testing.T) {
 	three := func() []memberView { return []memberView{member(0, 0), member(1, 0), member(2, 0)} }
 	ready := func(mut func(*migrationInput)) migrationInput {
 		in := migrationInput{replicas: 3, migrate: []claimView{old(0), old(1), old(2)}, templateMatches: true,
-			backup: backupDone, backupExists: true, backupName: "main-migrate-1", members: three(), podsAdopted: true}
+			backup: backupDone, backupExists: true, backupName: "main-migrate-1", members: three()}
 		if mut != nil {
 			mut(&in)
 		}
@@ -49,7 +50,12 @@ func TestPlanMigration(t *testing.T) {
 		{name: "the StatefulSet still makes old claims", in: ready(func(in *migrationInput) { in.templateMatches = false }), kind: migrateRemakeSet},
 		{name: "the StatefulSet is being deleted: wait, do not delete it again", in: ready(func(in *migrationInput) { in.templateMatches, in.remaking = false, true }),
 			kind: migrateWait, message: "Waiting for the StatefulSet to be deleted"},
-		{name: "pods not adopted yet", in: ready(func(in *migrationInput) { in.podsAdopted = false }), kind: migrateWait, message: "adopt"},
+		{name: "pods not adopted yet", in: ready(func(in *migrationInput) {
+			in.unadopted, in.set, in.setAge = []string{"main-1"}, "ns/main", time.Minute
+		}), kind: migrateWait, message: "adopt the member pods main-1"},
+		{name: "pods not adopted for too long: a person looks", in: ready(func(in *migrationInput) {
+			in.unadopted, in.set, in.setAge = []string{"main-0", "main-1"}, "ns/main", adoptionDeadline
+		}), kind: migrateBlocked, message: "has not adopted main-0, main-1: Kubernetes' StatefulSet controller (kube-controller-manager) adopts the pods its selector matches. Check that it runs, and what kubectl describe statefulset -n ns main says"},
 		{name: "a member is unhealthy: nobody moves", in: ready(func(in *migrationInput) { in.members = []memberView{member(0, 0), member(1, 0), sick(2, t0)} }),
 			kind: migrateWait, message: "main-2 to be a healthy voter"},
 		{name: "a learner is pending: nobody moves", in: ready(func(in *migrationInput) {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +140,9 @@ type result struct {
 	whole   window
 	series  Series
 	repairs []time.Duration
+	// heap is the process's heap in use at the end of steady state, after
+	// a collection: the manager's cache of every Queue, and the rig.
+	heap uint64
 }
 
 // runVariant starts a manager configured as v over the namespace's Ready
@@ -158,6 +162,9 @@ func (r *rig) runVariant(b *testing.B, ns string, n int, victims []string, v var
 	time.Sleep(time.Duration(*flagPeriods) * poll)
 	to := r.snap(b, s, ns, limiters)
 	b.Logf("%s: steady state after %s; measured for %s", v.name, warm.Round(time.Second), (to.at - from.at).Round(time.Second))
+	runtime.GC()
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
 
 	repairs := r.repair(b, ns, victims, poll, 3*maxPoll)
 	// Every Queue back to Ready, so that the next variant starts from the
@@ -167,7 +174,7 @@ func (r *rig) runVariant(b *testing.B, ns string, n int, victims []string, v var
 	stop()
 	return result{
 		v: v, startup: between(begin, from), steady: between(from, to), whole: between(begin, end),
-		series: s.close(), repairs: repairs,
+		series: s.close(), repairs: repairs, heap: mem.HeapInuse,
 	}
 }
 
@@ -270,6 +277,7 @@ func (q q1Report) metrics(b *testing.B) {
 		b.ReportMetric(f.repair.P99, p+"repair-p99-s")
 		b.ReportMetric(f.repair.Max, p+"repair-max-s")
 		b.ReportMetric(f.k8sSteady, p+"k8s-writes-steady")
+		b.ReportMetric(mib(res.heap), p+"heap-MiB")
 	}
 }
 
@@ -312,6 +320,7 @@ func (q q1Report) table() string {
 	row(fmt.Sprintf("repair after an out-of-band delete, s: p50 / p90 / p99 / max (n=%d)", t.repair.N),
 		dist(t.repair), dist(nv.repair), fmt.Sprintf("≤ %.0f (poll + 10%%)", maxPoll.Seconds()))
 	row("manager start to steady state, s", f0(q.tend.startup.length().Seconds()), f0(q.naive.startup.length().Seconds()), "")
+	row("heap in use, this process (manager and benchmark), end of steady state, MiB", f0(mib(q.tend.heap)), f0(mib(q.naive.heap)), "≤ 512")
 	row("CPU cores, this process / moto: startup", cpu(q.tend.startup.cpu), cpu(q.naive.startup.cpu), "")
 	row("CPU cores, this process / moto: steady", cpu(ts.cpu), cpu(ns.cpu), "")
 	row("machine busy (both cores, anyone) / load average: steady", machine(ts.cpu), machine(ns.cpu), "")
@@ -340,8 +349,10 @@ func firstPeriod(res result) []int {
 }
 
 func f0(x float64) string { return fmt.Sprintf("%.0f", x) }
-func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
-func f2(x float64) string { return fmt.Sprintf("%.2f", x) }
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+func f1(x float64) string  { return fmt.Sprintf("%.1f", x) }
+func f2(x float64) string  { return fmt.Sprintf("%.2f", x) }
 
 func ratio(a, b float64) float64 {
 	if b == 0 {

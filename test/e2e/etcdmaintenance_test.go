@@ -106,9 +106,12 @@ func TestEtcdClusterDefragmentation(t *testing.T) {
 
 // A 1-member cluster with a 16 MiB quota is filled until etcd raises
 // NOSPACE. With spec.maintenance.noSpace Manual, Tend says what to do and
-// disarms nothing; set to Auto, it compacts (to the current revision, as
-// nothing is an hour old), defragments and disarms, and the cluster takes
-// writes again with every key's latest value kept. Then a larger
+// disarms nothing; set to Auto, it defragments and disarms, and the
+// cluster takes writes again with every key's latest value kept. (It
+// compacts first, to the current revision as nothing is an hour old, only
+// when the data in use is within a tenth of the quota: bbolt's free pages
+// decide that, and they vary from run to run. envtest covers both ways.)
+// Then a larger
 // storage.size on local-path, which cannot expand volumes, cannot move a
 // one-member cluster's only member: VolumeMigrationBlocked, and its claim
 // is untouched.
@@ -146,7 +149,7 @@ func TestEtcdClusterNoSpace(t *testing.T) {
 		return err == nil, err
 	})
 	t.Logf("Writes accepted %s after noSpace was set to Auto", time.Since(start).Round(time.Second))
-	e.waitEvents(t, etcdv1alpha1.ReasonNoSpace, "Compacted", "Defragmented", "NoSpaceCleared")
+	e.waitEvents(t, etcdv1alpha1.ReasonNoSpace, "Defragmented", "NoSpaceCleared")
 	for key, value := range latest {
 		ctx, cancel := context.WithTimeout(t.Context(), etcdCallTimeout)
 		resp, err := cli.Get(ctx, key)

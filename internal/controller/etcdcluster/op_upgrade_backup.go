@@ -26,16 +26,15 @@ func (r *Reconciler) runUpgradeBackup(ctx context.Context, s *scope, w *world, _
 	if !ok {
 		return nil
 	}
-	return r.reconcileUpgradeBackup(ctx, s, u, obs)
+	return r.reconcileUpgradeBackup(ctx, s, w.upgrade, u, obs)
 }
 
 // reconcileUpgradeBackup takes the backup that a minor upgrade waits for:
 // the first member restarts only once it is Complete and, when verified,
 // Verified. A failed backup blocks the upgrade until someone deletes it
 // (Tend then takes another) or the spec goes back.
-func (r *Reconciler) reconcileUpgradeBackup(ctx context.Context, s *scope, u *etcdv1alpha1.UpdateStatus, obs *rollObservation) error {
+func (r *Reconciler) reconcileUpgradeBackup(ctx context.Context, s *scope, up upgradeState, u *etcdv1alpha1.UpdateStatus, obs *rollObservation) error {
 	c := s.cluster
-	up := s.upgrade
 	name := u.Backup
 	switch {
 	case up.backup == nil:

@@ -141,10 +141,9 @@ type scope struct {
 	requeue time.Duration
 	// released is set once the deletion took the finalizer off.
 	released bool
-	// upgrade is how a version change stands; target, when set, is the
-	// cluster as the members' template is built while an upgrade is held.
-	upgrade upgradeState
-	target  *etcdv1alpha1.EtcdCluster
+	// target, when set, is the cluster as the members' template is built
+	// while an upgrade is held (world.upgrade says how it stands).
+	target *etcdv1alpha1.EtcdCluster
 }
 
 // template is the cluster that the members' template is built from.

@@ -348,6 +348,9 @@ func TestMinorUpgradeBacksUpThenRollsLeaderLast(t *testing.T) {
 	g.Expect(got.Status.UpdatedGeneration).To(Equal(got.Generation))
 	g.Expect(condition(got, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(eventReasons(g, c)).To(ContainElements("UpdateStarted", "UpgradeBackup", "MemberRestarted", "LeaderMoved", "CheckingUpdate", "UpdateComplete"))
+	backups := eventsOf(g, c, "UpgradeBackup")
+	g.Expect(backups).To(HaveLen(1), "the backup is announced once, when it is made")
+	g.Expect(backups[0].Message).To(ContainSubstring("the upgrade from v3.5.35 to v3.6.16 starts"))
 }
 
 func TestUpgradeFromTooOldAPatchIsRefused(t *testing.T) {

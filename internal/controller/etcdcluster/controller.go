@@ -115,8 +115,6 @@ func Controller(opts *Options) manager.Controller {
 			r := &Reconciler{
 				Client:               manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}),
 				APIReader:            mgr.GetAPIReader(),
-				Pods:                 apart.Cache,
-				PodCache:             apart.Cache,
 				Recorder:             mgr.GetEventRecorder("tend-etcdcluster"),
 				MemberChangeInterval: opts.MemberChangeInterval,
 				Clock:                opts.Clock,
@@ -124,13 +122,16 @@ func Controller(opts *Options) manager.Controller {
 				MaxOperatorRolls:     opts.MaxOperatorRolls,
 				Connect:              opts.Connect,
 			}
-			return r.SetupWithManager(mgr, opts.Workers)
+			return r.SetupWithManager(mgr, opts.Workers, apart.Cache)
 		},
 	}
 }
 
-// SetupWithManager registers the controller with mgr.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+// SetupWithManager registers the controller with mgr; pods is the
+// controller's own pod cache (MemberPodCache), which passes read the member
+// pods from and which is watched for them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, pods cache.Cache) error {
+	r.Pods = pods
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -168,7 +169,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if err != nil {
 		return fmt.Errorf("indexing EtcdRestores by cluster: %w", err)
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
+	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		// A pass's own status write must not start another; a person's
 		// annotation (skip the final snapshot, adopt volumes) must.
@@ -187,11 +188,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfBackup)).
 		// The cluster's controller carries out its in-place restores.
 		Watches(&etcdv1alpha1.EtcdRestore{}, handler.EnqueueRequestsFromMapFunc(clusterOfRestore)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if r.PodCache != nil {
-		b = b.WatchesRawSource(source.Kind(r.PodCache, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(clusterOfPod)))
-	}
-	return b.Complete(r)
+		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(clusterOfPod))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
 }
 
 // clusterOfRestore maps an EtcdRestore to its cluster.

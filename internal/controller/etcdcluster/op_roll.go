@@ -44,10 +44,9 @@ func (r *Reconciler) runRoll(ctx context.Context, s *scope, w *world, d decision
 			return err
 		}
 		if pod := w.data.pods[action.member.Name]; pod != nil {
-			if err := r.deleteExactly(ctx, "pod", pod); err != nil {
+			if err := r.deleteMemberPod(ctx, c, pod, s.now); err != nil {
 				return fmt.Errorf("restarting member %s: %w", action.member.Name, err)
 			}
-			r.going.add(client.ObjectKeyFromObject(c), pod.UID, s.now)
 		}
 		u.Member, u.MemberSince = action.member.Name, &metav1.Time{Time: s.now}
 		r.event(c, corev1.EventTypeNormal, "MemberRestarted", "RestartMember", "%s to run revision %s", action.message, u.Revision)

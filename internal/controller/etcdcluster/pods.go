@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/manager"
 )
 
@@ -115,6 +116,16 @@ func (g *goingPods) apply(key types.NamespacedName, pods []corev1.Pod) {
 	if len(going) == 0 {
 		delete(g.byCluster, key)
 	}
+}
+
+// deleteMemberPod deletes a member pod of c (deleteExactly: that pod, by
+// its UID) and remembers the deletion until the pod cache shows it.
+func (r *Reconciler) deleteMemberPod(ctx context.Context, c *etcdv1alpha1.EtcdCluster, pod *corev1.Pod, now time.Time) error {
+	if err := r.deleteExactly(ctx, "pod", pod); err != nil {
+		return err
+	}
+	r.going.add(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, pod.UID, now)
+	return nil
 }
 
 // forget drops what is remembered of the cluster key.

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -26,11 +25,8 @@ type Reconciler struct {
 	// Events, PersistentVolumes, and objects a step must see as they are.
 	APIReader client.Reader
 	// Pods reads the member pods: the controller's own pod cache
-	// (MemberPodCache).
-	Pods client.Reader
-	// PodCache, when set, is watched for member pods (it is the cache
-	// behind Pods).
-	PodCache cache.Cache
+	// (MemberPodCache), set by SetupWithManager.
+	Pods     client.Reader
 	Recorder events.EventRecorder
 	// Clock times member health and certificate renewal. Nil means the real
 	// clock.

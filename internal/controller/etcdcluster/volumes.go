@@ -154,10 +154,9 @@ func (r *Reconciler) deleteMemberData(ctx context.Context, s *scope, ordinal int
 		if !isMemberPod(c, s.sts, pod) {
 			return notOurs(c, "Pod", pod)
 		}
-		if err := r.deleteExactly(ctx, "pod", pod); err != nil {
+		if err := r.deleteMemberPod(ctx, c, pod, s.now); err != nil {
 			return err
 		}
-		r.going.add(client.ObjectKeyFromObject(c), pod.UID, s.now)
 	}
 	r.event(c, corev1.EventTypeNormal, "MemberDataDeleted", "DeleteMemberData", "Deleted pod %s and its data: it starts again empty and joins as a new member", name)
 	return nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -40,6 +41,24 @@ func WithLabel(key string) cache.ByObject {
 		panic(fmt.Sprintf("cache restriction on label %q: %v", key, err))
 	}
 	return cache.ByObject{Label: labels.NewSelector().Add(*has)}
+}
+
+// TrimPod returns a cache transform that keeps of a pod its metadata, less
+// managedFields, and what keep copies from the pod (in) to the kept one
+// (out): a controller's pods, trimmed to what it reads. Every write of a
+// pod so cached must be a merge patch computed from the cached copy, so
+// that a field left out is never written back.
+func TrimPod(keep func(in, out *corev1.Pod)) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		out := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
+		out.ManagedFields = nil
+		keep(p, out)
+		return out, nil
+	}
 }
 
 // MadeByTend restricts a cache to the objects labelled

@@ -25,27 +25,16 @@ func MemberPodCache() cache.ByObject {
 	return by
 }
 
-// trimMemberPod keeps of a pod its metadata (less managedFields), its
-// containers (a roll compares them with the template: runsAs), and the
-// status a pass reads: phase, IP, conditions and container states. Its
-// volumes, scheduling and the rest of its spec are left out. A pod is
-// only ever written by a merge patch computed from the cached copy
-// (adoptUnmarkedPods), so a field left out is never written back.
-func trimMemberPod(in any) (any, error) {
-	p, ok := in.(*corev1.Pod)
-	if !ok {
-		return in, nil
-	}
-	out := &corev1.Pod{
-		TypeMeta:   p.TypeMeta,
-		ObjectMeta: p.ObjectMeta,
-		Spec:       corev1.PodSpec{Containers: p.Spec.Containers, NodeName: p.Spec.NodeName},
-		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, Conditions: p.Status.Conditions,
-			ContainerStatuses: p.Status.ContainerStatuses},
-	}
-	out.ManagedFields = nil
-	return out, nil
-}
+// trimMemberPod keeps of a pod its metadata, its containers (a roll
+// compares them with the template: runsAs), and the status a pass reads:
+// phase, IP, conditions and container states. Its volumes, scheduling and
+// the rest of its spec are left out; a pod is only ever written by a merge
+// patch computed from the cached copy (adoptUnmarkedPods).
+var trimMemberPod = manager.TrimPod(func(in, out *corev1.Pod) {
+	out.Spec = corev1.PodSpec{Containers: in.Spec.Containers, NodeName: in.Spec.NodeName}
+	out.Status = corev1.PodStatus{Phase: in.Status.Phase, PodIP: in.Status.PodIP, Conditions: in.Status.Conditions,
+		ContainerStatuses: in.Status.ContainerStatuses}
+})
 
 // clusterOfPod maps a pod of the controller's pod cache to the cluster
 // its label names: a member that starts, becomes ready, stops or goes

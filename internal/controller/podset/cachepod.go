@@ -22,25 +22,14 @@ func PodCache() cache.ByObject {
 // less managedFields; spec.nodeName; status.phase; and the Ready
 // condition. The rest of a pod (its containers, volumes, the other
 // conditions, container statuses) is most of its size, and no pass reads
-// it. Every write of a cached pod is a merge patch computed from the
-// cached copy, so a field left out here is never written back.
-func trimPod(in any) (any, error) {
-	p, ok := in.(*corev1.Pod)
-	if !ok {
-		return in, nil
-	}
-	out := &corev1.Pod{
-		TypeMeta:   p.TypeMeta,
-		ObjectMeta: p.ObjectMeta,
-		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase},
-	}
-	out.ManagedFields = nil
-	for _, c := range p.Status.Conditions {
+// it.
+var trimPod = manager.TrimPod(func(in, out *corev1.Pod) {
+	out.Spec.NodeName = in.Spec.NodeName
+	out.Status.Phase = in.Status.Phase
+	for _, c := range in.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			out.Status.Conditions = []corev1.PodCondition{c}
 			break
 		}
 	}
-	return out, nil
-}
+})

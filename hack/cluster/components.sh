@@ -34,6 +34,7 @@ start_etcd() {
 }
 
 start_kube_apiserver() {
+	cp "$root/hack/cluster/config/audit-policy.yaml" "$CONFIG_DIR/audit-policy.yaml"
 	start_daemon kube-apiserver "$(tool kube-apiserver)" \
 		--advertise-address "$NODE_IP" --bind-address "$NODE_IP" --secure-port 6443 \
 		--etcd-servers "$ETCD_URL" \
@@ -49,6 +50,9 @@ start_kube_apiserver() {
 		--authorization-mode Node,RBAC \
 		--enable-admission-plugins NodeRestriction \
 		--allow-privileged \
+		--audit-policy-file "$CONFIG_DIR/audit-policy.yaml" \
+		--audit-log-path "$LOG_DIR/audit.log" --audit-log-format json \
+		--audit-log-maxsize 100 --audit-log-maxbackup 1 \
 		--profiling=false \
 		--v 1
 	wait_ready kube-apiserver 120 "the apiserver's /readyz at $APISERVER_URL" apiserver_ok /readyz

@@ -4,12 +4,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"maps"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +85,7 @@ func TestDashboardsNameServedMetrics(t *testing.T) {
 		t.Helper()
 		var manager map[string]bool
 		cluster.WaitFor(t, timeout, "the manager to export "+family, func(_ context.Context) (bool, error) {
-			body, err := scrape(managerURL, token)
+			body, err := framework.Scrape(managerURL, token)
 			if err != nil {
 				return false, err
 			}
@@ -103,7 +100,7 @@ func TestDashboardsNameServedMetrics(t *testing.T) {
 	if err != nil || len(members) == 0 {
 		t.Fatalf("the members' pods: %d, %v", len(members), err)
 	}
-	body, err := scrape("http://"+net.JoinHostPort(members[0].Status.PodIP, "2381")+"/metrics", "")
+	body, err := framework.Scrape("http://"+net.JoinHostPort(members[0].Status.PodIP, "2381")+"/metrics", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,32 +129,4 @@ func TestDashboardsNameServedMetrics(t *testing.T) {
 		}
 	}
 	t.Logf("%d metric families served; %d dashboards checked, naming %d metrics", len(served), len(boards), len(checked))
-}
-
-// scrape reads a /metrics endpoint, with a bearer token when given. The
-// manager's certificate is its own self-signed one.
-func scrape(url, token string) (string, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the manager's self-signed serving certificate
-	}}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return string(body), nil
 }

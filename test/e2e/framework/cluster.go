@@ -5,6 +5,7 @@ package framework
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -138,6 +140,32 @@ func (c *Cluster) Start() error {
 	c.artifacts = os.Getenv("ARTIFACTS")
 	if c.artifacts == "" {
 		c.artifacts = filepath.Join(root, ".cache", "e2e-artifacts", time.Now().UTC().Format("20060102-150405"))
+	}
+	return c.deleteLeftovers(start)
+}
+
+// deleteLeftovers deletes, in the background, the namespaces that a run
+// before this one made and never deleted: it was killed before its
+// cleanups ran. What they hold (etcd members, backup schedules, PodSets)
+// would otherwise share the node with this run for good. One run uses the
+// cluster at a time, so every such namespace made before this run started
+// is a leftover.
+func (c *Cluster) deleteLeftovers(before time.Time) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var list corev1.NamespaceList
+	if err := c.Client.List(ctx, &list, client.HasLabels{E2ELabel}); err != nil {
+		return fmt.Errorf("listing the namespaces of earlier runs: %w", err)
+	}
+	for i := range list.Items {
+		ns := &list.Items[i]
+		if ns.DeletionTimestamp != nil || !ns.CreationTimestamp.Before(&metav1.Time{Time: before}) {
+			continue
+		}
+		if err := c.Client.Delete(ctx, ns, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting the namespace %s, left by an earlier run: %w", ns.Name, err)
+		}
+		fmt.Fprintf(os.Stderr, "e2e: deleting the namespace %s, left by an earlier run that was killed\n", ns.Name)
 	}
 	return nil
 }

@@ -14,8 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// E2ELabel marks every namespace the framework creates, so that leftovers of
-// an interrupted run are easy to find: kubectl get ns -l tend.dev/e2e.
+// E2ELabel marks every namespace the framework creates, so that the next
+// run deletes the leftovers of one that was killed (Start), and they are
+// easy to find: kubectl get ns -l tend.dev/e2e.
 const E2ELabel = "tend.dev/e2e"
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)

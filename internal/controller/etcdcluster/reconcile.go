@@ -172,7 +172,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope, w *world, d decision) er
 	case d.op == opWait && w.sts == nil:
 		return nil
 	case d.op == opWait && w.members == nil:
-		s.requeueAfter(requeueUnreachable)
+		s.requeueAfter(unreachableRequeue(s.cluster, s.now))
 		return nil
 	case d.op == opWait:
 		s.requeueAfter(requeueSteady) // paused

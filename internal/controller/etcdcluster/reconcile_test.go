@@ -112,3 +112,30 @@ func TestALeaderMoveIsRecordedWhateverTheStatusWrite(t *testing.T) {
 	g.Expect(r.recordLeaderMove(ctx, s, fresh)).To(Succeed())
 	g.Expect(fresh.LeaderMoves).To(Equal(int32(1)))
 }
+
+func TestUnreachableRequeueSlowsAfterTwoMinutes(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	cluster := func(status metav1.ConditionStatus, reason string, since time.Duration) *etcdv1alpha1.EtcdCluster {
+		c := &etcdv1alpha1.EtcdCluster{}
+		c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: status, Reason: reason,
+			LastTransitionTime: metav1.NewTime(now.Add(-since))}}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		c    *etcdv1alpha1.EtcdCluster
+		want time.Duration
+	}{
+		{"a new cluster, no condition yet", &etcdv1alpha1.EtcdCluster{}, requeueUnreachable},
+		{"unreachable for a minute", cluster(metav1.ConditionFalse, etcdv1alpha1.ReasonUnreachable, time.Minute), requeueUnreachable},
+		{"unreachable for two minutes", cluster(metav1.ConditionFalse, etcdv1alpha1.ReasonUnreachable, 2*time.Minute), requeueSteady},
+		{"unreachable for a day", cluster(metav1.ConditionFalse, etcdv1alpha1.ReasonUnreachable, 24*time.Hour), requeueSteady},
+		// Available until this pass: the members may be restarting.
+		{"available for a day", cluster(metav1.ConditionTrue, "AsExpected", 24*time.Hour), requeueUnreachable},
+		{"down for another reason for a day", cluster(metav1.ConditionFalse, "QuorumLost", 24*time.Hour), requeueUnreachable},
+	} {
+		if got := unreachableRequeue(tc.c, now); got != tc.want {
+			t.Errorf("%s: requeue after %s; want %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -103,8 +105,10 @@ const (
 	// the next step is usually possible within seconds.
 	requeueStep = 2 * time.Second
 	// requeueUnreachable is while no member answers, such as while the
-	// first members start.
+	// first members start; for at most unreachableFastFor (see
+	// unreachableRequeue).
 	requeueUnreachable = 5 * time.Second
+	unreachableFastFor = 2 * time.Minute
 	// requeueStale is how soon a pass that read a cache behind Tend's own
 	// last write of the cluster looks again, should that write's watch
 	// event not bring it sooner.
@@ -199,4 +203,21 @@ func (s *rollSlots) release(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.taken, key)
+}
+
+// unreachableRequeue is how soon a pass looks again at a cluster that no
+// member answers: every requeueUnreachable while its members may be
+// starting, and at the steady interval once that has lasted
+// unreachableFastFor. A member that starts, ends or turns Ready starts a
+// pass at once through the member pods' watch; the requeue only bounds
+// what no pod shows. Without the bound each broken cluster of a fleet
+// costs a pass and a connection attempt every 5 s for as long as it stays
+// broken.
+func unreachableRequeue(c *etcdv1alpha1.EtcdCluster, now time.Time) time.Duration {
+	cond := apimeta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+	if cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == etcdv1alpha1.ReasonUnreachable &&
+		now.Sub(cond.LastTransitionTime.Time) >= unreachableFastFor {
+		return requeueSteady
+	}
+	return requeueUnreachable
 }

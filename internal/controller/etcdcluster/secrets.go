@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tend-dev/tend/internal/etcdnames"
 
@@ -131,6 +132,18 @@ func (r *Reconciler) issueCertificates(ctx context.Context, s *scope) error {
 		name string
 		kind leafKind
 	}{{etcdnames.ServerSecretName(c), leafServer}, {etcdnames.PeerSecretName(c), leafPeer}, {etcdnames.ClientSecretName(c), leafClient}}
+	// One Event for the certificates of a pass: Events that differ only in
+	// their note are one series to the events library, which shows the
+	// first note alone and writes the series again minutes later.
+	var issued, renewed []string
+	defer func() {
+		if len(issued) > 0 {
+			r.event(c, corev1.EventTypeNormal, "CertificatesIssued", "IssueCertificate", "Issued %s", inSecrets("certificate", issued))
+		}
+		if len(renewed) > 0 {
+			r.event(c, corev1.EventTypeNormal, "CertificatesRenewed", "RenewCertificate", "Renewed %s", inSecrets("certificate", renewed))
+		}
+	}()
 	for _, leaf := range leaves {
 		current := &corev1.Secret{}
 		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: leaf.name}, current)
@@ -150,16 +163,25 @@ func (r *Reconciler) issueCertificates(ctx context.Context, s *scope) error {
 			if err := r.createOwned(ctx, c, want); err != nil {
 				return err
 			}
-			r.event(c, corev1.EventTypeNormal, "CertificatesIssued", "IssueCertificate", "Issued a certificate into Secret %s", leaf.name)
+			issued = append(issued, leaf.name)
 			continue
 		}
 		current.Data = want.Data
 		if err := r.Update(ctx, current); err != nil {
 			return fmt.Errorf("renewing Secret %s: %w", leaf.name, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "CertificatesRenewed", "RenewCertificate", "Renewed the certificate in Secret %s", leaf.name)
+		renewed = append(renewed, leaf.name)
 	}
 	return nil
+}
+
+// inSecrets says "a certificate in Secret a" or "certificates in Secrets
+// a, b and c".
+func inSecrets(what string, names []string) string {
+	if len(names) == 1 {
+		return fmt.Sprintf("a %s in Secret %s", what, names[0])
+	}
+	return fmt.Sprintf("%ss in Secrets %s and %s", what, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
 // reconcileRootSecret creates the root user's credentials when auth is on.

@@ -23,8 +23,11 @@ import (
 	"github.com/tend-dev/tend/internal/readiness"
 )
 
-// requeueWaiting is how often a backup that waits for its cluster looks
-// again; the cluster's becoming Available also starts a pass at once.
+// requeueWaiting is how often a backup looks again at what it waits for
+// that no watch reports: its cluster's connection ConfigMap, a Job of its
+// name that is not Tend's, a restore that holds it, a pod that lost its
+// Job. Its cluster's appearing or becoming Available starts a pass at
+// once, and so does every change of its Jobs and their pods.
 const requeueWaiting = 30 * time.Second
 
 // backupScope is what the phases of one pass over an EtcdBackup share.
@@ -128,7 +131,7 @@ func (r *BackupReconciler) reconcileNormal(ctx context.Context, s *backupScope) 
 		s.obs.pending(etcdv1alpha1.ReasonJobNameTaken, fmt.Sprintf(
 			"A Job named %s exists that this EtcdBackup does not own, such as one of an earlier EtcdBackup of the same name that is being deleted; the backup starts once it is gone",
 			job.Name))
-		s.requeueAfter(r.PollInterval)
+		requeueUnlessWatched(s, job)
 		return nil
 	case job != nil:
 		return r.observeJob(ctx, s, job)
@@ -143,8 +146,9 @@ func (r *BackupReconciler) reconcileNormal(ctx context.Context, s *backupScope) 
 	}
 	if blocker, err := r.blockingBackup(ctx, b); err != nil || blocker != "" {
 		if blocker != "" {
+			// The blocker's finishing or going (turnEnded), and its Job's
+			// end (backupsOfJob), start a pass.
 			s.obs.pending(etcdv1alpha1.ReasonWaitingForOtherBackup, blocker)
-			s.requeueAfter(r.PollInterval)
 		}
 		return err
 	}
@@ -168,6 +172,16 @@ func (r *BackupReconciler) currentJob(ctx context.Context, b *etcdv1alpha1.EtcdB
 		return nil, fmt.Errorf("reading Job %s: %w", name, err)
 	}
 	return job, nil
+}
+
+// requeueUnlessWatched asks to look again at a Job that holds the name of
+// one of s's Jobs and is not its own, unless the Job watch reports its
+// deletion: it does for a Job labelled for this backup's name (one of an
+// earlier EtcdBackup of the same name), not for anyone else's.
+func requeueUnlessWatched(s *backupScope, job *batchv1.Job) {
+	if job.Labels[etcdv1alpha1.LabelBackup] != s.backup.Name {
+		s.requeueAfter(requeueWaiting)
+	}
 }
 
 // readyCluster reads b's cluster and tells whether a backup can start: it
@@ -299,12 +313,12 @@ func (r *BackupReconciler) createJob(ctx context.Context, s *backupScope, c *etc
 	}
 	record(r.Recorder, b, job, corev1.EventTypeNormal, "JobCreated", "CreateJob", "Created Job %s to back up cluster %s to %s", job.Name, c.Name, location(b).URI)
 	s.obs.kind, s.obs.job = obsJob, jobView{name: job.Name, created: s.now}
-	s.requeueAfter(r.PollInterval)
 	return nil
 }
 
-// observeJob reads b's Job and its pods, live: the manager caches no
-// pods but PodSets'.
+// observeJob reads b's Job and its pods (readJobPods). Nothing is asked
+// to look again: every change of the Job (Owns) and of its pods (the pod
+// watch) starts a pass.
 func (r *BackupReconciler) observeJob(ctx context.Context, s *backupScope, job *batchv1.Job) error {
 	view, err := r.readJobPods(ctx, job)
 	if err != nil {
@@ -312,19 +326,7 @@ func (r *BackupReconciler) observeJob(ctx context.Context, s *backupScope, job *
 	}
 	s.obs.kind, s.obs.job = obsJob, view
 	s.obs.outcome = observe(view, stepBackup, verifyOn(s.backup))
-	if !s.obs.outcome.failed && !s.obs.outcome.complete(verifyOn(s.backup)) {
-		s.requeueAfter(r.PollInterval)
-	}
 	return nil
-}
-
-// readJobPods lists job's pods through the API reader and reads them.
-func (r *BackupReconciler) readJobPods(ctx context.Context, job *batchv1.Job) (jobView, error) {
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return jobView{}, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
-	}
-	return readJob(job, ownedPods(pods.Items, job)), nil
 }
 
 // recordTransitions records an Event for each condition that this pass

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -17,10 +16,6 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 )
-
-// requeueStopping is how often deletion looks whether the backup's pods
-// stopped; their end is no event the manager sees.
-const requeueStopping = 2 * time.Second
 
 // reconcileDelete deletes the file of a deleted backup with artifactPolicy
 // Delete, then lets the backup go: stop its Job if it still runs, wait for
@@ -61,15 +56,8 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) 
 		}
 		record(r.Recorder, b, job, corev1.EventTypeNormal, "BackupStopped", "DeleteJob", "Deleted the running Job %s before deleting the file", job.Name)
 	}
-	running, err := r.activePods(ctx, b.Namespace, BackupJobName(b))
-	if err != nil {
+	if stopping, err := r.backupStopping(ctx, s, r.Pods); err != nil || stopping {
 		return err
-	}
-	if running != "" {
-		s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonStoppingBackup, fmt.Sprintf(
-			"Waiting for pod %s of the backup to stop before deleting the file %s", running, uri))
-		s.requeueAfter(requeueStopping)
-		return nil
 	}
 
 	dj, err := r.currentJob(ctx, b, DeleteJobName(b))
@@ -79,10 +67,16 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) 
 	if dj != nil && dj.Annotations[annotationOwnerUID] != string(b.UID) {
 		s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonDeletingArtifact, fmt.Sprintf(
 			"Job %s belongs to an earlier EtcdBackup of the same name; waiting for it to be deleted: kubectl delete job -n %s %s", dj.Name, dj.Namespace, dj.Name))
-		s.requeueAfter(r.PollInterval)
+		requeueUnlessWatched(s, dj)
 		return nil
 	}
 	if dj == nil {
+		// The pod cache may not show yet a pod that the Job made just
+		// before it was deleted: before the file is deleted, the
+		// apiserver says that none runs.
+		if stopping, err := r.backupStopping(ctx, s, r.APIReader); err != nil || stopping {
+			return err
+		}
 		return r.createDeleteJob(ctx, s)
 	}
 	view, err := r.readJobPods(ctx, dj)
@@ -114,11 +108,30 @@ func (r *BackupReconciler) reconcileDelete(ctx context.Context, s *backupScope) 
 		s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonArtifactDeletionFailed, msg)
 		return nil
 	default:
+		// Its pods' and its own changes start the next pass.
 		s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonDeletingArtifact, fmt.Sprintf(
 			"Job %s is deleting the file %s%s", dj.Name, uri, progressNote(o)))
-		s.requeueAfter(r.PollInterval)
 		return nil
 	}
+}
+
+// backupStopping tells, reading pods through reader, whether a pod of the
+// deleted backup's Job still runs, and then says so in the Deleting
+// condition: nothing deletes the file while a pod may write it. The pod
+// watch reports the pod's end, unless the pod lost its Job (kubectl delete
+// --cascade=orphan): such a pod is looked at again.
+func (r *BackupReconciler) backupStopping(ctx context.Context, s *backupScope, reader client.Reader) (bool, error) {
+	b := s.backup
+	pod, err := activePod(ctx, reader, b.Namespace, BackupJobName(b))
+	if err != nil || pod == nil {
+		return false, err
+	}
+	s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonStoppingBackup, fmt.Sprintf(
+		"Waiting for pod %s of the backup to stop before deleting the file %s", pod.Name, location(b).URI))
+	if len(backupOfPod(ctx, pod)) == 0 {
+		s.requeueAfter(requeueWaiting)
+	}
+	return true, nil
 }
 
 // heldByRestores tells whether restores still read the deleted backup:
@@ -158,7 +171,10 @@ func (r *BackupReconciler) heldByRestores(ctx context.Context, s *backupScope) (
 	}
 	s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonInUseByRestore, fmt.Sprintf(
 		"EtcdCluster %s restores from this backup: the backup and its file stay until the restore is done", strings.Join(holding, ", ")))
-	s.requeueAfter(r.PollInterval)
+	// The restore's release of its finalizer changes this backup, which
+	// starts a pass; a cluster that goes without releasing it (its own
+	// finalizer removed by hand) reports nothing here.
+	s.requeueAfter(requeueWaiting)
 	return true, nil
 }
 
@@ -200,24 +216,7 @@ func (r *BackupReconciler) createDeleteJob(ctx context.Context, s *backupScope) 
 	uri := location(b).URI
 	record(r.Recorder, b, job, corev1.EventTypeNormal, "DeletingArtifact", "CreateJob", "Created Job %s to delete the file %s", job.Name, uri)
 	s.obs.deleting = deletingCondition(etcdv1alpha1.ReasonDeletingArtifact, fmt.Sprintf("Job %s is deleting the file %s", job.Name, uri))
-	s.requeueAfter(r.PollInterval)
 	return nil
-}
-
-// activePods returns the name of a pod of the Job named job that has not
-// stopped, or "". It lists by the Job's name, not its UID: the Job may be
-// gone already while the garbage collector deletes its pods.
-func (r *BackupReconciler) activePods(ctx context.Context, ns, job string) (string, error) {
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
-		return "", fmt.Errorf("listing the pods of Job %s: %w", job, err)
-	}
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			return p.Name, nil
-		}
-	}
-	return "", nil
 }
 
 // deleteExactly deletes obj, in the background, if it is still the object

@@ -36,8 +36,8 @@ func TestAStaleCacheMakesNoDeleteJobForAGoneBackup(t *testing.T) {
 	b := deletedBackup(now)
 	stale := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(b).WithStatusSubresource(b).Build()
 	apiserver := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build() // the backup is gone
-	r := &BackupReconciler{Client: stale, APIReader: apiserver, Recorder: events.NewFakeRecorder(10),
-		Clock: clocktesting.NewFakeClock(now.Time), AgentImage: "tend:test", PollInterval: time.Second}
+	r := &BackupReconciler{Client: stale, APIReader: apiserver, Pods: stale, Recorder: events.NewFakeRecorder(10),
+		Clock: clocktesting.NewFakeClock(now.Time), AgentImage: "tend:test"}
 
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -73,8 +73,8 @@ func TestAFailedReleaseKeepsTheDeleteJob(t *testing.T) {
 			}
 			return c.Patch(ctx, obj, patch, opts...)
 		}}).Build()
-	r := &BackupReconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10),
-		Clock: clocktesting.NewFakeClock(now.Time), AgentImage: "tend:test", PollInterval: time.Second}
+	r := &BackupReconciler{Client: cl, APIReader: cl, Pods: cl, Recorder: events.NewFakeRecorder(10),
+		Clock: clocktesting.NewFakeClock(now.Time), AgentImage: "tend:test"}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}
 
 	_, err := r.Reconcile(ctx, req)
@@ -104,8 +104,8 @@ func TestADeletedNamespaceKeepsTheFile(t *testing.T) {
 			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace db is being terminated", Field: "metadata.namespace"}}
 			return err
 		}}).Build()
-	r := &BackupReconciler{Client: cl, APIReader: cl, Recorder: events.NewFakeRecorder(10),
-		Clock: clocktesting.NewFakeClock(now.Time), AgentImage: "tend:test", PollInterval: time.Second}
+	r := &BackupReconciler{Client: cl, APIReader: cl, Pods: cl, Recorder: events.NewFakeRecorder(10),
+		Clock: clocktesting.NewFakeClock(now.Time), AgentImage: "tend:test"}
 
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 	g.Expect(err).NotTo(HaveOccurred())

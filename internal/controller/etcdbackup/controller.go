@@ -4,21 +4,23 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/manager"
@@ -33,7 +35,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdbackupschedules/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 
 // Names of the controllers for --controllers.
@@ -50,10 +52,6 @@ type Options struct {
 	Workers int
 	// AgentImage is the image of the `tend` agents that the Jobs run.
 	AgentImage string
-	// PollInterval is how often a running Job's pods are read: the
-	// manager does not watch pods, and a step's end changes nothing on
-	// the Job until the pod ends.
-	PollInterval time.Duration
 	// Clock decides when schedules are due and stamps status; nil is the
 	// real clock. Tests set a fake one; no flag does.
 	Clock clock.PassiveClock
@@ -61,31 +59,33 @@ type Options struct {
 
 // DefaultOptions returns the settings used when no flag is given.
 func DefaultOptions() Options {
-	return Options{Workers: 2, PollInterval: 10 * time.Second}
+	return Options{Workers: 2}
 }
 
 // BindFlags registers the controllers' flags on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "etcdbackup-workers", o.Workers, "EtcdBackups, and EtcdBackupSchedules, reconciled at once.")
-	fs.DurationVar(&o.PollInterval, "etcdbackup-poll-interval", o.PollInterval,
-		"How often the pods of a running backup Job are read for the steps' results.")
 }
 
 // Controllers returns the EtcdBackup and EtcdBackupSchedule controllers
 // for the manager's registry. opts is read when the manager starts, after
 // the flags are parsed.
+//
+// The EtcdBackup controller keeps a pod cache of its own (JobPodCache):
+// its Jobs' pods, which it reads and watches, so that a step's end starts
+// a pass at once.
 func Controllers(opts *Options) []manager.Controller {
+	apart := &manager.Apart{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: JobPodCache()}}
 	return []manager.Controller{
-		{Name: BackupName, Metrics: &BackupMetrics, Setup: func(mgr ctrl.Manager) error {
+		{Name: BackupName, Metrics: &BackupMetrics, Apart: apart, Setup: func(mgr ctrl.Manager) error {
 			r := &BackupReconciler{
-				Client:       mgr.GetClient(),
-				APIReader:    mgr.GetAPIReader(),
-				Recorder:     mgr.GetEventRecorder("tend-etcdbackup"),
-				Clock:        opts.Clock,
-				AgentImage:   opts.AgentImage,
-				PollInterval: opts.PollInterval,
+				Client:     mgr.GetClient(),
+				APIReader:  mgr.GetAPIReader(),
+				Recorder:   mgr.GetEventRecorder("tend-etcdbackup"),
+				Clock:      opts.Clock,
+				AgentImage: opts.AgentImage,
 			}
-			return r.SetupWithManager(mgr, opts.Workers)
+			return r.SetupWithManager(mgr, opts.Workers, apart.Cache)
 		}},
 		{Name: ScheduleName, Metrics: &ScheduleMetrics, Setup: func(mgr ctrl.Manager) error {
 			r := &ScheduleReconciler{
@@ -101,26 +101,29 @@ func Controllers(opts *Options) []manager.Controller {
 // BackupReconciler runs EtcdBackups.
 type BackupReconciler struct {
 	client.Client
-	// APIReader lists the Jobs' pods, which the manager's cache does not
-	// hold, and confirms what the cache may not have seen yet.
+	// APIReader confirms what the caches may not have seen yet: a Job
+	// that the last pass created, pods that a Job has recorded, a pod that
+	// may still write a deleted backup's file.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	// Pods reads the Jobs' pods: the controller's own pod cache
+	// (JobPodCache), set by SetupWithManager.
+	Pods     client.Reader
+	Recorder events.EventRecorder
 	// Clock stamps status. Nil means the real clock.
-	Clock        clock.PassiveClock
-	AgentImage   string
-	PollInterval time.Duration
+	Clock      clock.PassiveClock
+	AgentImage string
 }
 
 // indexCluster indexes EtcdBackups by spec.clusterRef.name.
 const indexCluster = ".spec.clusterRef.name"
 
-// SetupWithManager registers the EtcdBackup controller with mgr.
-func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+// SetupWithManager registers the EtcdBackup controller with mgr; pods is
+// the controller's own pod cache (JobPodCache), which passes read the
+// Jobs' pods from and which is watched for them.
+func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager, workers int, pods cache.Cache) error {
+	r.Pods = pods
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
-	}
-	if r.PollInterval <= 0 {
-		r.PollInterval = DefaultOptions().PollInterval
 	}
 	if r.AgentImage == "" {
 		r.AgentImage = podspec.DefaultAgentImage
@@ -141,6 +144,13 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 		// A backup that waits for its cluster starts when it is Available.
 		Watches(&etcdv1alpha1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.backupsOfCluster),
 			builder.WithPredicates(availabilityChanged())).
+		// A backup that waits for its turn starts when the backup before
+		// it finishes or goes.
+		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupsAfter),
+			builder.WithPredicates(turnEnded())).
+		// A step that ends in a Job's pod changes nothing on the Job until
+		// the pod ends: its pods are watched.
+		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(backupOfPod))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -165,6 +175,31 @@ func availabilityChanged() predicate.Predicate {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// turnEnded passes the EtcdBackups that stop holding their cluster's
+// turn (blockedBy): they finish, are being deleted, or are gone.
+func turnEnded() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, ok1 := e.ObjectOld.(*etcdv1alpha1.EtcdBackup)
+			cur, ok2 := e.ObjectNew.(*etcdv1alpha1.EtcdBackup)
+			return ok1 && ok2 && (finished(old) != finished(cur) || old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero())
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// backupsAfter maps an EtcdBackup to the other backups of its cluster
+// that have not finished, which may wait for it.
+func (r *BackupReconciler) backupsAfter(ctx context.Context, obj client.Object) []reconcile.Request {
+	b, ok := obj.(*etcdv1alpha1.EtcdBackup)
+	if !ok {
+		return nil
+	}
+	return r.unfinishedBackups(ctx, b.Namespace, b.Spec.ClusterRef.Name, b.Name)
 }
 
 // available tells whether c's Available condition is True.

@@ -21,9 +21,24 @@
 // deletes its backups, and with artifactPolicy Delete their files too,
 // unless the deletion orphans them (kubectl delete --cascade=orphan).
 //
+// The Jobs' pods are held in a pod cache of the controller's own
+// (manager.Apart, pods.go: the manager's pod cache holds the PodSets'),
+// narrowed to the pods labelled etcd.tend.dev/backup and trimmed to their
+// metadata and container states. They are watched: a step that ends in a
+// pod, which changes nothing on the Job until the pod ends, starts a pass
+// at once, as does any change of the Jobs, so nothing is polled while a
+// Job runs. A pod maps to the backup its label names only when a Job of
+// that backup's name controls it; a pass reads only the pods of the Job
+// that the backup owns, by UID. Where the pod cache may lag, the apiserver is
+// read once: when a Job has recorded pods ending that the cache does not
+// show, and before a deleted backup's file is deleted, to be sure that no
+// pod of its Job still runs. A pass asks to look again only at what no
+// watch reports: the cluster's connection ConfigMap, a Job of the
+// backup's name that is not Tend's, a restore that holds a deleted backup,
+// and a pod that lost its Job.
+//
 // The package must not talk to etcd or to a store: only the agents in the
 // Jobs do. It keeps no state in memory: every decision is made again from
 // the objects (status, annotations, Jobs, pods), so a manager killed at any
-// point resumes where it was. Pods are read live through the API reader,
-// since the manager caches no pods but PodSets'.
+// point resumes where it was.
 package etcdbackup

@@ -193,7 +193,9 @@ func TestBackupCompletesThenVerifies(t *testing.T) {
 		g.Expect(kstatusOf(g, got)).To(Equal(kstatus.InProgressStatus))
 	}, wait).Should(Succeed())
 
-	// The backup step wrote the file; the test restore runs.
+	// The backup step wrote the file; the test restore runs. The pod
+	// changes, not the Job: the pod watch starts the pass (a running Job
+	// is not polled: TestARunningJobIsNotPolled).
 	pod := runPod(t, job, "first-backup-a", corev1.PodPending,
 		[]corev1.ContainerStatus{exited("backup", 0, &backupOK), running("fetch"), waiting("restore", "PodInitializing", ""), waiting("etcd", "PodInitializing", "")},
 		waiting("verify", "PodInitializing", ""))
@@ -209,7 +211,8 @@ func TestBackupCompletesThenVerifies(t *testing.T) {
 		g.Expect(got.Status.CompletionTime).NotTo(BeNil())
 	}, wait).Should(Succeed())
 
-	// The restored store matches the live cluster.
+	// The restored store matches the live cluster: again only the pod's
+	// status changes.
 	setPodStatus(t, pod, corev1.PodSucceeded,
 		[]corev1.ContainerStatus{exited("backup", 0, &backupOK), exited("fetch", 0, &agentapi.Result{Op: "fetch"}), exited("restore", 0, nil), exited("etcd", 0, nil)},
 		exited("verify", 0, &verifyOK))
@@ -344,6 +347,9 @@ func TestOneBackupAtATimePerCluster(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: waitingB.Name + "-backup"}, &batchv1.Job{}))
 	}, time.Second).Should(BeTrue())
 
+	// The running backup finishes. No Job controller runs here, so its
+	// Job never ends: its finishing (turnEnded) starts the waiting one,
+	// which asks for no requeue.
 	runPod(t, getJob(t, ns, running.Name+"-backup"), running.Name+"-a", corev1.PodSucceeded, nil, exited("backup", 0, &backupOK))
 	job := getJob(t, ns, waitingB.Name+"-backup")
 	g.Expect(metav1.IsControlledBy(job, waitingB)).To(BeTrue())
@@ -405,7 +411,8 @@ func TestDeletingARunningBackupStopsItFirst(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "busy-delete"}, &batchv1.Job{}))
 	}, time.Second).Should(BeTrue(), "nothing deletes the file while a pod may still write it")
 
-	// The garbage collector's part: the orphaned pod goes.
+	// The garbage collector's part: the orphaned pod goes. The pod watch
+	// starts the pass that makes the delete Job.
 	g.Expect(env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
 	getJob(t, ns, "busy-delete")
 }

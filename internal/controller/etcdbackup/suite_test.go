@@ -23,19 +23,19 @@ import (
 // messages. No EtcdCluster controller runs either: the tests create
 // EtcdClusters, their status and their connection ConfigMap themselves.
 // The controllers' clock is a fake one that the schedule tests set.
+//
+// A backup whose Job runs asks for no requeue (TestARunningJobIsNotPolled):
+// where a test writes a pod's status and the backup follows, the pod
+// watch started that pass.
 
 var (
 	env       = testenv.New()
 	fakeClock = clocktesting.NewFakeClock(time.Now())
 )
 
-// pollInterval is the suite's, short, so that steps written by a test are
-// read within a second.
-const pollInterval = 300 * time.Millisecond
-
 func TestMain(m *testing.M) {
 	os.Exit(env.RunWith(m, func(ctx context.Context) error {
-		opts := &Options{Workers: 2, AgentImage: testImage, PollInterval: pollInterval, Clock: fakeClock}
+		opts := &Options{Workers: 2, AgentImage: testImage, Clock: fakeClock}
 		return env.StartManager(ctx, "0", Controllers(opts))
 	}))
 }

@@ -335,4 +335,44 @@
 // After -args: -b12.samples, -b12.size (256 MiB written, half of it
 // history), -b12.quota, -b12.timeout. Its table and goals are tested
 // without the tag.
+//
+// # F1: a fleet of EtcdClusters
+//
+// BenchmarkF1 (f1_test.go, f1_figures.go) measures what one manager costs
+// per EtcdCluster as the fleet grows. For each size of -f1.sizes (1, 10
+// and 30), in a namespace of its own, it creates that many clusters at
+// once (alternately 1 and 3 members, requests of 10m CPU and 64Mi, the
+// rest the defaults), waits until each is Available (listing them every
+// second: the times' resolution) and settled, waits -f1.settle more, and
+// leaves them idle for -f1.idle (10m) in -f1.windows (3) windows: the
+// samples of each idle figure. It then changes each cluster's memory
+// request, which rolls its members, and times the fleet until every
+// cluster has settled again; then it deletes the namespace. Per size:
+//
+//   - the manager's requests by verb and resource, from the local
+//     apiserver's audit log (hack/cluster/config/audit-policy.yaml records
+//     the manager's ServiceAccount's requests, without bodies: a watch when
+//     it starts, any other request when it ends). The apiserver's own
+//     metrics cannot tell the manager's requests from the kubelet's or
+//     kube-controller-manager's. The leader election's Lease is counted on
+//     its own: it is the manager's cost, not the fleet's;
+//   - the members' gRPC requests (grpc_server_started_total, by method,
+//     from each member's metrics port), per member;
+//   - the manager's CPU seconds, heap in use and etcdcluster reconciles,
+//     from its metrics endpoint (a ServiceAccount bound to
+//     tend-metrics-reader reads it).
+//
+// The table has a column per size and the least-squares slope of each
+// figure's medians over the fleet size: what one more cluster adds. A
+// flat per-cluster cost has a slope within the spread of its windows. F1
+// never fails on time; it fails on real errors: a fleet that is not
+// Available or settled within -f1.timeout (20m), a member or the manager
+// that restarts during an idle window, an apiserver without an audit log
+// (one started before the policy existed: make cluster-down cluster-up).
+// It takes about 45 minutes at the default sizes. Run it alone with:
+//
+//	go test -tags e2e ./test/bench/etcd -run '^$' -bench F1 -benchtime 1x -timeout 120m
+//
+// After -args: -f1.sizes, -f1.idle, -f1.windows, -f1.settle, -f1.timeout.
+// Its table is tested without the tag.
 package etcd

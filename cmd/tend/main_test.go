@@ -194,6 +194,31 @@ func TestManagerServesConversionWithoutControllers(t *testing.T) {
 	g.Expect(stored.Spec.LeaderElection).To(BeTrue())
 }
 
+// A manager beside another Tend on the cluster (--webhook-disabled) is
+// ready without any certificate, outside a pod too, where the default
+// rotation refuses to start for want of a namespace; it listens on no
+// webhook port, and says why.
+func TestManagerWithTheWebhookDisabledIsReadyWithoutACertificate(t *testing.T) {
+	g := NewWithT(t)
+	probe := loopback.TestAddr(t)
+	_, webhookPort, err := net.SplitHostPort(loopback.TestAddr(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	p := startTend(t, "manager",
+		"--kubeconfig="+env.Kubeconfig(t),
+		"--controllers=",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address="+probe,
+		"--webhook-disabled",
+		"--webhook-port="+webhookPort,
+	)
+	g.Eventually(func() (string, error) { return loopback.Get("http://" + probe + "/readyz") }).
+		WithTimeout(time.Minute).Should(Equal("ok"))
+	_, err = net.Dial("tcp", net.JoinHostPort("127.0.0.1", webhookPort))
+	g.Expect(err).To(HaveOccurred(), "nothing listens on the webhook port")
+	g.Expect(p.stop(t)).To(Succeed())
+	g.Expect(p.out.String()).To(ContainSubstring("Serving no webhook"))
+}
+
 func TestManagerRejectsAnUnknownController(t *testing.T) {
 	g := NewWithT(t)
 	var stderr bytes.Buffer

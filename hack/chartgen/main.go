@@ -28,6 +28,16 @@ import (
 // the release's.
 const namespace = "tend-system"
 
+// namePrefix is config/default's namePrefix. The chart replaces it with
+// the value clusterScopedNamePrefix in the names of the cluster-scoped
+// objects, which two releases on one cluster must not share, and where
+// they are referred to.
+const namePrefix = "tend-"
+
+// clusterPrefix stands for the value in a name until the object is
+// rendered; a plain YAML scalar, so that the name stays unquoted.
+const clusterPrefix = "CHARTGENCLUSTERPREFIX"
+
 func main() {
 	def := flag.String("default", "", "kubectl kustomize config/default")
 	prom := flag.String("prometheus", "", "kubectl kustomize config/prometheus")
@@ -151,6 +161,7 @@ func render(obj map[string]any) (string, error) {
 	// Braces in the objects (the alerts' {{ $labels.name }}) are text to
 	// Helm, not template actions.
 	text := delimiters.ReplaceAllStringFunc(string(data), func(d string) string { return `{{ "` + d + `" }}` })
+	text = strings.ReplaceAll(text, clusterPrefix, "{{ .Values.clusterScopedNamePrefix }}")
 	text = strings.ReplaceAll(text, "namespace: "+namespace+"\n", "namespace: {{ .Release.Namespace }}\n")
 	if strings.Contains(text, namespace) {
 		return "", fmt.Errorf("%s still names %s after the namespace's replacement", fileName(obj), namespace)
@@ -158,10 +169,47 @@ func render(obj map[string]any) (string, error) {
 	return text, nil
 }
 
+// clusterScoped are the kinds of config/default's cluster-scoped objects
+// that each release names for itself (clusterScopedNamePrefix). The CRDs,
+// the other cluster-scoped kind, are shared: one release installs them.
+var clusterScoped = map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}
+
+// prefixClusterNames puts clusterPrefix in place of config/default's
+// namePrefix in the name of a cluster-scoped object of a kind in
+// clusterScoped, and in a binding's reference to a ClusterRole. Another
+// cluster-scoped kind is an error, until the chart knows how to install it
+// twice.
+func prefixClusterNames(obj map[string]any) error {
+	meta := obj["metadata"].(map[string]any)
+	kind := fmt.Sprint(obj["kind"])
+	if _, namespaced := meta["namespace"]; !namespaced && kind != "Namespace" && kind != "CustomResourceDefinition" {
+		if !clusterScoped[kind] {
+			return fmt.Errorf("%s is cluster-scoped, and the chart does not know how to name a %s per release: teach hack/chartgen", fileName(obj), kind)
+		}
+		name := fmt.Sprint(meta["name"])
+		if !strings.HasPrefix(name, namePrefix) {
+			return fmt.Errorf("%s is cluster-scoped, and its name lacks config/default's prefix %s", fileName(obj), namePrefix)
+		}
+		meta["name"] = clusterPrefix + strings.TrimPrefix(name, namePrefix)
+	}
+	if ref, ok := obj["roleRef"].(map[string]any); ok && ref["kind"] == "ClusterRole" {
+		name := fmt.Sprint(ref["name"])
+		if !strings.HasPrefix(name, namePrefix) {
+			return fmt.Errorf("%s refers to the ClusterRole %s, which is not Tend's", fileName(obj), name)
+		}
+		ref["name"] = clusterPrefix + strings.TrimPrefix(name, namePrefix)
+	}
+	return nil
+}
+
 // templateOf is the template of one object of config/default, and its
 // file's name; "" for an object the chart leaves out.
 func templateOf(obj map[string]any) (string, string, error) {
 	meta := obj["metadata"].(map[string]any)
+	file := fileName(obj)
+	if err := prefixClusterNames(obj); err != nil {
+		return "", "", err
+	}
 	switch obj["kind"] {
 	case "Namespace":
 		// Helm installs into the release's namespace (--create-namespace).
@@ -193,23 +241,28 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/tend-serving-cert
 {{- end }}`
 		}
 		text = replaceLine(text, "@@INJECT@@", inject)
-		return fileName(obj), "{{- if .Values.crds.install }}\n" + text + "{{- end }}\n", nil
+		return file, "{{- if .Values.crds.install }}\n" + text + "{{- end }}\n", nil
 	case "Secret":
 		// The manager's own certificate Secret; cert-manager makes its own.
+		// A manager whose webhook is off mounts it, empty.
 		text, err := render(obj)
-		return fileName(obj), "{{- if not .Values.webhook.certManager.enabled }}\n" + text + "{{- end }}\n", err
+		return file, "{{- if not (and .Values.webhook.enabled .Values.webhook.certManager.enabled) }}\n" + text + "{{- end }}\n", err
 	case "Service":
 		text, err := render(obj)
-		if meta["name"] == "tend-metrics" {
+		switch meta["name"] {
+		case "tend-metrics":
 			text = "{{- if .Values.metrics.service }}\n" + text + "{{- end }}\n"
+		case "tend-webhook-service":
+			// Nothing to route to when the manager serves no webhook.
+			text = "{{- if .Values.webhook.enabled }}\n" + text + "{{- end }}\n"
 		}
-		return fileName(obj), text, err
+		return file, text, err
 	case "Deployment":
 		text, err := deployment(obj)
-		return fileName(obj), text, err
+		return file, text, err
 	}
 	text, err := render(obj)
-	return fileName(obj), text, err
+	return file, text, err
 }
 
 // deployment is the manager's Deployment with the values in place.

@@ -2,11 +2,16 @@
 // reconciling: the conversion webhook between the versions of a CRD (today
 // PodSet's v1alpha1 and v1beta1), and the certificate it serves with.
 //
-// The manager runs it always, whatever --controllers selects: while a CRD
+// The manager runs it whatever --controllers selects: while a CRD
 // serves two versions, every read or write of the version that is not
 // stored needs it. It starts serving only once its certificate is ready,
 // and /readyz says so until then, so the webhook Service never routes the
 // apiserver to a replica that cannot answer.
+//
+// A manager started with Options.Disabled (--webhook-disabled) serves no
+// webhook and touches neither the CRDs nor a certificate: it is a second
+// manager on a cluster whose CRDs another Tend's webhook serves for every
+// namespace (docs/helm.md), and its readiness waits for nothing here.
 //
 // The certificate is either rotated here (CertModeRotate: a CA and serving
 // certificate in a Secret, the CA injected into the CRDs, by

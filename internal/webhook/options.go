@@ -44,6 +44,13 @@ func (m *CertMode) Set(s string) error {
 // Options are the webhook server's settings. The manager binds them to its
 // flags.
 type Options struct {
+	// Disabled: the manager serves no webhook, keeps no certificate and
+	// leaves the CRDs' conversion webhook as it finds it; the rest is
+	// ignored. This is for a second manager on a cluster, beside another
+	// Tend whose webhook serves the shared CRDs' conversion for every
+	// namespace (docs/helm.md). Its controllers read the stored version,
+	// which needs no conversion.
+	Disabled bool
 	// Port is the port the server listens on, on every address.
 	Port int
 	// CertDir holds the serving certificate and key, tls.crt and tls.key.
@@ -83,6 +90,9 @@ func DefaultOptions() Options {
 // BindFlags registers one flag per option on fs, with o's values as
 // defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&o.Disabled, "webhook-disabled", o.Disabled,
+		"Serve no webhook, keep no certificate and leave the CRDs' conversion webhook alone (the other --webhook-* flags are then ignored): "+
+			"for a manager beside another Tend on the same cluster, whose webhook serves the shared CRDs' conversion.")
 	fs.IntVar(&o.Port, "webhook-port", o.Port,
 		"Port the webhook server (the CRD conversion webhook) listens on.")
 	fs.StringVar(&o.CertDir, "webhook-cert-dir", o.CertDir,
@@ -104,8 +114,11 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 
 // resolve checks o and fills in what defaults from the environment: in
 // CertModeRotate, the namespace, read with readFile from the pod's service
-// account.
+// account. Disabled options need nothing.
 func (o Options) resolve(readFile func(string) ([]byte, error)) (Options, error) {
+	if o.Disabled {
+		return o, nil
+	}
 	var errs []error
 	if o.Port <= 0 || o.Port > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.Port))

@@ -59,6 +59,17 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// Disabled options need nothing: not the pod's namespace, a Secret, a
+// Service or a certificate directory, none of which such a manager uses.
+func TestResolveDisabled(t *testing.T) {
+	g := NewWithT(t)
+	o := Options{Disabled: true, Port: -1, CertMode: CertModeRotate}
+	got, err := o.resolve(func(string) ([]byte, error) { return nil, fs.ErrNotExist })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Namespace).To(BeEmpty(), "the pod's namespace is not read")
+	g.Expect(got.CRDs).To(BeNil(), "no CRD is named for the CA")
+}
+
 func TestResolveReportsEveryProblem(t *testing.T) {
 	o := Options{Port: -1, CertMode: CertModeRotate}
 	_, err := o.resolve(func(string) ([]byte, error) { return nil, errors.New("no") })
@@ -80,6 +91,12 @@ func TestBindFlags(t *testing.T) {
 	g.Expect(o.CertMode).To(Equal(CertModeExternal))
 	g.Expect(o.CertDir).To(Equal("/certs"))
 	g.Expect(o.CertSecret).To(Equal("tend-webhook-server-cert"), "an unset flag keeps its default")
+	g.Expect(o.Disabled).To(BeFalse(), "the webhook serves by default")
+
+	fs = flag.NewFlagSet("test", flag.ContinueOnError)
+	o.BindFlags(fs)
+	g.Expect(fs.Parse([]string{"--webhook-disabled"})).To(Succeed())
+	g.Expect(o.Disabled).To(BeTrue())
 
 	fs = flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

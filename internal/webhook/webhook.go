@@ -48,12 +48,17 @@ func New(opts Options) (*Webhooks, error) {
 			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 		}),
 	}
-	switch opts.CertMode {
-	case CertModeRotate:
+	switch {
+	case opts.Disabled:
+		// Setup never adds the server to the manager; should anything
+		// start it, it waits for ever rather than serve.
+		w.server.certReady = channelClosed(nil)
+		w.server.waitingFor = "nothing: the webhooks are disabled (--webhook-disabled)"
+	case opts.CertMode == CertModeRotate:
 		w.server.certReady = channelClosed(w.certReady)
 		w.server.waitingFor = fmt.Sprintf("the certificate in Secret %s/%s to be mounted at %s and its CA injected into %v",
 			opts.Namespace, opts.CertSecret, opts.CertDir, opts.CRDs)
-	case CertModeExternal:
+	case opts.CertMode == CertModeExternal:
 		w.server.certReady = certFilesExist(opts.CertDir)
 		w.server.waitingFor = fmt.Sprintf("tls.crt and tls.key in %s", opts.CertDir)
 	}
@@ -65,8 +70,15 @@ func (w *Webhooks) Server() webhook.Server { return w.server }
 
 // Setup registers the conversion webhooks with mgr, whose WebhookServer
 // must be Server(); in CertModeRotate, the certificate rotator; and a
-// readiness check, "webhook", that passes once the server serves.
+// readiness check, "webhook", that passes once the server serves. With
+// Disabled options it does none of this: the server is never added to mgr,
+// so it never listens, nothing watches the CRDs or the Secret, and no
+// readiness check waits for a certificate that will never come.
 func (w *Webhooks) Setup(mgr ctrl.Manager) error {
+	if w.opts.Disabled {
+		mgr.GetLogger().WithName("webhook").Info("Serving no webhook and leaving the CRDs' conversion webhook alone (--webhook-disabled)")
+		return nil
+	}
 	if mgr.GetWebhookServer() != w.server {
 		return fmt.Errorf("the manager's webhook server is not the one webhook.New built")
 	}

@@ -125,8 +125,8 @@ func TestDefaultValuesRenderConfigDefault(t *testing.T) {
 // Every values file renders objects that decode, with what it asks for.
 func TestValuesFiles(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root(t), "dist/chart/ci/*-values.yaml"))
-	if err != nil || len(files) < 5 {
-		t.Fatalf("dist/chart/ci holds %d values files (%v); want the five the chart is tested with", len(files), err)
+	if err != nil || len(files) < 6 {
+		t.Fatalf("dist/chart/ci holds %d values files (%v); want the six the chart is tested with", len(files), err)
 	}
 	checks := map[string]func(t *testing.T, objs map[string]*unstructured.Unstructured){
 		"default-values.yaml": func(t *testing.T, objs map[string]*unstructured.Unstructured) {
@@ -174,6 +174,9 @@ func TestValuesFiles(t *testing.T) {
 				t.Errorf("envFrom %v; want the credentials Secret", c["envFrom"])
 			}
 		},
+		"second-release-values.yaml": func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+			checkSecondRelease(t, objs, "tend-team-b-")
+		},
 		"replicas-values.yaml": func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 			d := objs["Deployment/tend-manager"]
 			if n, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "replicas"); fmt.Sprint(n) != "2" {
@@ -204,6 +207,98 @@ func TestValuesFiles(t *testing.T) {
 			}
 			check(t, render(t, file))
 		})
+	}
+}
+
+// checkSecondRelease checks a release beside another on one cluster:
+// every cluster-scoped object, and every reference to one, carries its
+// prefix, so that neither release's install or uninstall touches the
+// other's; it installs no CRD, serves no webhook (no Service to route to)
+// and still mounts its certificate Secret, empty.
+func checkSecondRelease(t *testing.T, objs map[string]*unstructured.Unstructured, prefix string) {
+	t.Helper()
+	var cluster []string
+	for key, obj := range objs {
+		if obj.GetNamespace() != "" {
+			if ref, ok, _ := unstructured.NestedString(obj.Object, "roleRef", "kind"); ok && ref == "ClusterRole" {
+				t.Errorf("%s binds a ClusterRole in a namespace; check that its name is the release's", key)
+			}
+			continue
+		}
+		cluster = append(cluster, key)
+		switch obj.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding":
+			if !strings.HasPrefix(obj.GetName(), prefix) {
+				t.Errorf("%s is cluster-scoped and not named %s...: another release has the same", key, prefix)
+			}
+		default:
+			t.Errorf("%s is cluster-scoped: a second release would share it", key)
+		}
+		if ref, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name"); obj.GetKind() == "ClusterRoleBinding" && !strings.HasPrefix(ref, prefix) {
+			t.Errorf("%s binds the ClusterRole %s, not the release's", key, ref)
+		}
+	}
+	slices.Sort(cluster)
+	want := []string{
+		"ClusterRole/" + prefix + "manager", "ClusterRole/" + prefix + "metrics-auth", "ClusterRole/" + prefix + "metrics-reader",
+		"ClusterRoleBinding/" + prefix + "manager", "ClusterRoleBinding/" + prefix + "metrics-auth",
+	}
+	if !slices.Equal(cluster, want) {
+		t.Errorf("the cluster-scoped objects are %v, want %v", cluster, want)
+	}
+	if objs["Service/tend-webhook-service"] != nil {
+		t.Error("a webhook Service, with the webhook disabled")
+	}
+	if objs["Secret/tend-webhook-server-cert"] == nil {
+		t.Error("no certificate Secret: the manager's pod mounts it")
+	}
+	if objs["Certificate/tend-serving-cert"] != nil {
+		t.Error("a cert-manager Certificate, with the webhook disabled")
+	}
+	wantArgs(t, objs, "--webhook-disabled", "--watch-namespaces=team-b")
+	for _, a := range container(t, objs)["args"].([]any) {
+		if strings.HasPrefix(a.(string), "--webhook-cert-mode") {
+			t.Errorf("the manager has %s beside --webhook-disabled", a)
+		}
+	}
+}
+
+// A release whose webhook is off may not install the CRDs: their
+// conversion would go to it, and nothing would answer.
+func TestWebhookDisabledRefusesToInstallTheCRDs(t *testing.T) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(tool(t, "HELM"), "template", "tend", "dist/chart", "--set", "webhook.enabled=false")
+	cmd.Dir = root(t)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("helm template renders webhook.enabled=false with crds.install true")
+	}
+	if !strings.Contains(stderr.String(), "webhook.enabled false needs crds.install false") {
+		t.Errorf("helm template failed otherwise than expected: %s", stderr.String())
+	}
+}
+
+// With the webhook off, cert-manager issues nothing, even when asked to,
+// and the Secret that the pod mounts is the chart's own.
+func TestWebhookDisabledWinsOverCertManager(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("crds: {install: false}\nwebhook: {enabled: false, certManager: {enabled: true}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, values)
+	for _, key := range []string{"Certificate/tend-serving-cert", "Issuer/tend-selfsigned", "Service/tend-webhook-service"} {
+		if objs[key] != nil {
+			t.Errorf("%s is rendered with the webhook disabled", key)
+		}
+	}
+	if objs["Secret/tend-webhook-server-cert"] == nil {
+		t.Error("no certificate Secret for the pod to mount")
+	}
+	wantArgs(t, objs, "--webhook-disabled")
+	for _, a := range container(t, objs)["args"].([]any) {
+		if a == "--webhook-cert-mode=external" {
+			t.Error("--webhook-cert-mode=external beside --webhook-disabled")
+		}
 	}
 }
 

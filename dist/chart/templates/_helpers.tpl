@@ -9,6 +9,9 @@
 
 {{/* The manager's flags beyond config/default's, one "- flag" per line. */}}
 {{- define "tend.managerArgs" -}}
+{{- if and (not .Values.webhook.enabled) .Values.crds.install }}
+{{- fail "webhook.enabled false needs crds.install false: the CRDs would send their conversions to this release, which serves none. Install the CRDs with the release whose webhook is enabled (docs/helm.md)" }}
+{{- end }}
 {{- with .Values.watchNamespaces }}
 - --watch-namespaces={{ join "," . }}
 {{- end }}
@@ -18,7 +21,9 @@
 {{- with .Values.sqs.region }}
 - --sqs-region={{ . }}
 {{- end }}
-{{- if .Values.webhook.certManager.enabled }}
+{{- if not .Values.webhook.enabled }}
+- --webhook-disabled
+{{- else if .Values.webhook.certManager.enabled }}
 - --webhook-cert-mode=external
 {{- end }}
 {{- range .Values.extraArgs }}

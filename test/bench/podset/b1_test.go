@@ -93,6 +93,27 @@ func (r *rig) runScaleUp(b *testing.B, k kind, sh shape, bud budget) scaleUp {
 	c := r.startController(b, k, bud)
 	ns := r.namespace(b, "b1-"+strings.ToLower(k.String()))
 	t := track(b, r.cs, ns)
+	res := r.measureScaleUp(b, c, t, ns, sh, bud, sh.String())
+	cleanup := time.Now()
+	t.close()
+	if err := c.stop(); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.deleteAll(ctx, k, ns); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("cleanup took %s s", seconds(time.Since(cleanup)))
+	return res
+}
+
+// measureScaleUp creates the sets of sh in ns, whose pods t watches, for c,
+// and measures until every pod is Ready, every status says so, and c has
+// stopped writing. It leaves c running and the sets in place. phase names
+// the profiles that -profile takes.
+func (r *rig) measureScaleUp(b *testing.B, c *controller, t *tracker, ns string, sh shape, bud budget, phase string) scaleUp {
+	b.Helper()
+	ctx := context.Background()
+	k := c.kind
 	sets, desired := r.sets(k, ns, sh)
 	t.expect(desired)
 	before, err := r.requests(ctx)
@@ -105,13 +126,13 @@ func (r *rig) runScaleUp(b *testing.B, k kind, sh shape, bud budget) scaleUp {
 	}
 	cpu, kwokCPU := c.cpu(), r.kwok.cpu()
 	t.mark()
-	profiled := r.profile(ctx, c, sh.String())
+	profiled := r.profile(ctx, c, phase)
 	start := time.Now()
 	if err := r.createAll(ctx, sets); err != nil {
 		b.Fatalf("creating the %ss: %v", k, err)
 	}
 	res := scaleUp{pods: sh.total()}
-	if res.created, res.ready, err = t.waitReady(ctx, sh.total(), 15*time.Minute, c.err); err != nil {
+	if res.created, res.ready, err = t.waitReady(ctx, sh.total(), readyTimeout(sh.total()), c.err); err != nil {
 		b.Fatalf("%s %s: %v; its log: %s\n%s", k, sh, err, c.log, tail(c.log, 20))
 	}
 	if err := r.waitStatus(ctx, c, ns, sh.sets, 5*time.Minute); err != nil {
@@ -137,16 +158,13 @@ func (r *rig) runScaleUp(b *testing.B, k kind, sh shape, bud budget) scaleUp {
 	b.Logf("%s %s %s: Ready in %s s (created %s s, status %s s); writes %+v; %g passes; CPU %s s, kwok's %s s; window %v",
 		k, sh, bud.name, seconds(res.ready), seconds(res.created), seconds(res.status), res.writes, res.reconciles,
 		seconds(res.cpu), seconds(res.kwokCPU), window.ByResource(Request.IsWrite))
-	cleanup := time.Now()
-	t.close()
-	if err := c.stop(); err != nil {
-		b.Fatal(err)
-	}
-	if err := r.deleteAll(ctx, k, ns); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("cleanup took %s s", seconds(time.Since(cleanup)))
 	return res
+}
+
+// readyTimeout is how long a phase may wait for n pods to turn Ready: 15
+// minutes, or 20 ms a pod for more than 45000 (F2's 100000 pods).
+func readyTimeout(n int) time.Duration {
+	return max(15*time.Minute, time.Duration(n)*20*time.Millisecond)
 }
 
 // runRaw creates n pods of the sets' template with no client-side limit,
@@ -184,10 +202,10 @@ func (r *rig) runRaw(b *testing.B, n int, waitReady bool) scaleUp {
 	}
 	res := scaleUp{pods: n}
 	if waitReady {
-		if res.created, res.ready, err = t.waitReady(ctx, n, 15*time.Minute, func() error { return nil }); err != nil {
+		if res.created, res.ready, err = t.waitReady(ctx, n, readyTimeout(n), func() error { return nil }); err != nil {
 			b.Fatal(err)
 		}
-	} else if res.created, err = t.waitSeen(ctx, n, 15*time.Minute); err != nil {
+	} else if res.created, err = t.waitSeen(ctx, n, readyTimeout(n)); err != nil {
 		b.Fatal(err)
 	}
 	res.status = res.ready

@@ -31,7 +31,7 @@ var (
 	flagB6Small    = flag.Int("b6.small", 1000, "B6: pods cached at the first measurement")
 	flagB6Large    = flag.Int("b6.large", 5000, "B6: pods cached at the second measurement")
 	flagB6Noise    = flag.Int("b6.noise", 1000, "B6: pods without the PodSet label, which Tend's cache must not hold")
-	flagProfile    = flag.String("profile", "", "B1: a directory; each phase writes CPU profiles of the apiserver and (PodSet) of tend there, taken from the sets' creation for -profile.seconds")
+	flagProfile    = flag.String("profile", "", "B1 and F2: a directory; each phase writes CPU profiles of the apiserver and (PodSet) of tend there, taken from the sets' creation for -profile.seconds")
 	flagProfileFor = flag.Duration("profile.seconds", 20*time.Second, "B1: how long each phase's CPU profiles run")
 )
 

@@ -89,6 +89,18 @@ type controller struct {
 // the process's start or its caches' first sync.
 func (r *rig) startController(b *testing.B, k kind, bud budget) *controller {
 	b.Helper()
+	c := r.launch(b, k, bud, *flagProfile != "")
+	if err := r.warmUp(b, c); err != nil {
+		b.Fatalf("warming up %s: %v", k, err)
+	}
+	return c
+}
+
+// launch starts k's controller with budget bud, tend with its pprof
+// handlers served when pprof is set, and returns at once: F2 times a
+// restart from the process's start.
+func (r *rig) launch(b *testing.B, k kind, bud budget, pprof bool) *controller {
+	b.Helper()
 	c := &controller{kind: k}
 	var err error
 	switch k {
@@ -108,7 +120,7 @@ func (r *rig) startController(b *testing.B, k kind, bud budget) *controller {
 			fmt.Sprintf("--podset-workers=%d", bud.workers),
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false",
 			"--health-probe-bind-address=0"}
-		if *flagProfile != "" {
+		if pprof {
 			pport, perr := loopback.Port()
 			if perr != nil {
 				b.Fatal(perr)
@@ -130,9 +142,6 @@ func (r *rig) startController(b *testing.B, k kind, bud budget) *controller {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.stop() })
-	if err := r.warmUp(b, c); err != nil {
-		b.Fatalf("warming up %s: %v", k, err)
-	}
 	return c
 }
 
@@ -207,24 +216,36 @@ func (c *controller) reconciles(ctx context.Context) (float64, error) {
 	if c.metrics == "" {
 		return 0, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.metrics, nil)
+	text, err := c.scrape(ctx)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("reading tend's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	text, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	s, err := ParseSamples(string(text), "controller_runtime_reconcile_total")
+	s, err := ParseSamples(text, "controller_runtime_reconcile_total")
 	if err != nil {
 		return 0, err
 	}
 	return Sum(s, map[string]string{"controller": "podset"}), nil
+}
+
+// scrape reads tend's /metrics page.
+func (c *controller) scrape(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.metrics, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("reading tend's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("reading tend's metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("reading tend's metrics: %s", resp.Status)
+	}
+	return string(text), nil
 }
 
 // template is the pod that every set and the raw client run: bound to a

@@ -22,7 +22,9 @@ func (r *Reconciler) runCheck(ctx context.Context, s *scope, w *world, _ decisio
 		return nil
 	}
 	countMembers(u, w.roll.members)
-	s.requeueAfter(requeueStep)
+	// The Job's changes start passes (the controller owns it): while it
+	// runs, only the steady health check comes back on its own.
+	s.requeueAfter(requeueSteady)
 	return r.reconcileCheckJob(ctx, s, u, obs)
 }
 

@@ -21,8 +21,9 @@ var waitingReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageN
 // not run: a StatefulSet that cannot create them (a ResourceQuota, an
 // admission refusal), a pod that cannot be scheduled or whose container
 // cannot start, a volume claim that stays Pending (no StorageClass, no
-// capacity). It reads Events only when a pod or claim is missing or
-// stuck, so a cluster that runs costs nothing.
+// capacity). It reads Events only when a pod has been missing, or a claim
+// Pending, for startGrace, so a cluster that runs, or starts as it
+// should, costs no request.
 func (r *Reconciler) observeStartProblems(ctx context.Context, s *scope, data memberData) ([]string, error) {
 	c := s.cluster
 	var problems []string
@@ -38,7 +39,7 @@ func (r *Reconciler) observeStartProblems(ctx context.Context, s *scope, data me
 			problems = append(problems, p)
 		}
 	}
-	if missing {
+	if missing && s.now.Sub(s.sts.CreationTimestamp.Time) >= startGrace {
 		msg, err := r.lastWarning(ctx, c.Namespace, "StatefulSet", s.sts.Name, "FailedCreate")
 		if err != nil {
 			return nil, err
@@ -49,7 +50,8 @@ func (r *Reconciler) observeStartProblems(ctx context.Context, s *scope, data me
 	}
 	for i := range data.pvcs {
 		pvc := &data.pvcs[i]
-		if _, ok := isMemberPVC(c, pvc); !ok || pvc.Status.Phase != corev1.ClaimPending || pvc.DeletionTimestamp != nil {
+		if _, ok := isMemberPVC(c, pvc); !ok || pvc.Status.Phase != corev1.ClaimPending || pvc.DeletionTimestamp != nil ||
+			s.now.Sub(pvc.CreationTimestamp.Time) < startGrace {
 			continue
 		}
 		msg, err := r.lastWarning(ctx, c.Namespace, "PersistentVolumeClaim", pvc.Name, "")
@@ -64,8 +66,15 @@ func (r *Reconciler) observeStartProblems(ctx context.Context, s *scope, data me
 }
 
 // unschedulableGrace is how long a pod may stay unschedulable before it
-// counts: the scheduler retries as nodes and volumes change.
-const unschedulableGrace = 30 * time.Second
+// counts: the scheduler retries as nodes and volumes change. startGrace is
+// how long a member pod may be missing, or its claim Pending, before the
+// Events are read for why: every claim of a new cluster is Pending until
+// its pod is scheduled, and reading the Events on each pass of each new
+// cluster cost a LIST every few seconds apiece.
+const (
+	unschedulableGrace = 30 * time.Second
+	startGrace         = 30 * time.Second
+)
 
 // podProblem is why pod cannot run, when Kubernetes says it will not by
 // itself: unschedulable for a while (not for want of a volume, which its

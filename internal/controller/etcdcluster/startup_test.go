@@ -1,12 +1,22 @@
 package etcdcluster
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/scheme"
 )
 
 func TestPodProblem(t *testing.T) {
@@ -42,6 +52,46 @@ func TestPodProblem(t *testing.T) {
 				return
 			}
 			g.Expect(podProblem(tc.pod, t0)).To(ContainSubstring(tc.want))
+		})
+	}
+}
+
+// TestStartProblemsReadEventsOnlyAfterTheGrace: a new cluster's missing
+// pods and Pending claims are what every start looks like; the Events
+// are read for why only once they last startGrace.
+func TestStartProblemsReadEventsOnlyAfterTheGrace(t *testing.T) {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv", UID: "u1"}}
+	for _, tc := range []struct {
+		name  string
+		age   time.Duration
+		lists int
+	}{
+		{"a StatefulSet and a claim made 5 s ago", 5 * time.Second, 0},
+		{"made a minute ago", time.Minute, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lists := 0
+			cl := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
+				List: func(_ context.Context, _ client.WithWatch, list client.ObjectList, _ ...client.ListOption) error {
+					if _, ok := list.(*corev1.EventList); ok {
+						lists++
+					}
+					return nil
+				},
+			}).Build()
+			r := &Reconciler{Client: cl, APIReader: cl, Pods: cl, Recorder: events.NewFakeRecorder(10)}
+			made := metav1.NewTime(t0.Add(-tc.age))
+			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv", CreationTimestamp: made},
+				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)}}
+			pvc := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "data-kv-0", CreationTimestamp: made,
+				Labels: map[string]string{labelClusterUID: "u1", LabelCluster: "kv"}}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
+			if _, err := r.observeStartProblems(context.Background(), &scope{cluster: c, sts: sts, now: t0},
+				memberData{pods: map[string]*corev1.Pod{}, pvcs: []corev1.PersistentVolumeClaim{pvc}}); err != nil {
+				t.Fatal(err)
+			}
+			if lists != tc.lists {
+				t.Errorf("listed Events %d times; want %d", lists, tc.lists)
+			}
 		})
 	}
 }

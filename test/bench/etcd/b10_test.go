@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -65,46 +66,36 @@ func BenchmarkB10(b *testing.B) {
 		b.Fatalf("B10 needs an etcd upgrade from one minor version to the next; hack/cluster/settings.sh gives %q → %q", from, to)
 	}
 	samples := map[string][]b10Sample{}
-	measured := false
-	b.Run(from+"-to-"+to, func(b *testing.B) {
-		// The testing package calls a benchmark again for -benchtime Nx
-		// with N > 1; the samples are taken once.
-		if !measured {
-			measured = true
-			if slices.Contains(variants, "tend") {
-				r.setManagerArgs(b, r.baseArgs)
-			}
-			for round := range *flagB10Samples {
-				for _, v := range rotation(variants, round) {
-					var s b10Sample
-					switch v {
-					case "tend":
-						s = r.b10Tend(b, from, to)
-					case "anchor":
-						s = r.b10Anchor(b, from, to)
-					}
-					s.variant = v
-					samples[v] = append(samples[v], s)
+	measureOnce(b, from+"-to-"+to, func(b *testing.B) {
+		if slices.Contains(variants, "tend") {
+			r.setManagerArgs(b, r.baseArgs)
+		}
+		for round := range *flagB10Samples {
+			for _, v := range rotation(variants, round) {
+				var s b10Sample
+				switch v {
+				case "tend":
+					s = r.b10Tend(b, from, to)
+				case "anchor":
+					s = r.b10Anchor(b, from, to)
 				}
+				s.variant = v
+				samples[v] = append(samples[v], s)
 			}
 		}
-		for unit, v := range b10Metrics(samples) {
-			b.ReportMetric(v, unit)
-		}
+	}, func() map[string]float64 { return b10Metrics(samples) })
+	setup := b10Setup{from: from, to: to, interval: *flagB10Interval, callTimeout: *flagB10WriteTimeout,
+		anchorTLS: *flagB10AnchorTLS, took: time.Since(start)}
+	printTable(b, "B10, etcd upgrade under a writer on the local cluster (test/bench/etcd)", func(w io.Writer) {
+		writeB10Table(w, setup, variants, samples)
 	})
-	var sb strings.Builder
-	writeB10Table(&sb, b10Setup{from: from, to: to, interval: *flagB10Interval, callTimeout: *flagB10WriteTimeout,
-		anchorTLS: *flagB10AnchorTLS, took: time.Since(start)}, variants, samples)
-	b.Log("\n" + sb.String())
-	fmt.Fprintf(os.Stdout, "\nB10, etcd upgrade under a writer on the local cluster (test/bench/etcd):\n%s", sb.String())
 }
 
 // b10Logf logs to the benchmark and, at once, to standard error: the
 // testing package keeps only the last lines of a benchmark's log.
 func b10Logf(b *testing.B, format string, args ...any) {
 	b.Helper()
-	b.Logf(format, args...)
-	fmt.Fprintf(os.Stderr, "b10: "+format+"\n", args...)
+	logNow(b, "b10", format, args...)
 }
 
 // b10Roll is what a variant hands to b10Finish about its roll.

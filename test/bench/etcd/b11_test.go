@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -65,32 +64,19 @@ func BenchmarkB11(b *testing.B) {
 	start := time.Now()
 	r := getRig(b)
 	f := &b11Figures{keys: *flagB11Keys, after: *flagB11After}
-	measured := false
-	b.Run("recovery", func(b *testing.B) {
-		// The testing package calls a benchmark again for -benchtime Nx
-		// with N > 1; the samples are taken once.
-		if !measured {
-			measured = true
-			r.setManagerArgs(b, r.baseArgs)
-			r.b11Measure(b, f)
-		}
-		for unit, v := range f.metrics() {
-			b.ReportMetric(v, unit)
-		}
-	})
+	measureOnce(b, "recovery", func(b *testing.B) {
+		r.setManagerArgs(b, r.baseArgs)
+		r.b11Measure(b, f)
+	}, f.metrics)
 	f.took = time.Since(start)
-	var sb strings.Builder
-	f.write(&sb)
-	b.Log("\n" + sb.String())
-	fmt.Fprintf(os.Stdout, "\nB11, EtcdCluster disaster recovery on the local cluster (test/bench/etcd):\n%s", sb.String())
+	printTable(b, "B11, EtcdCluster disaster recovery on the local cluster (test/bench/etcd)", f.write)
 }
 
 // b11Logf logs to the benchmark and, at once, to standard error: the
 // testing package keeps only the last lines of a benchmark's log.
 func b11Logf(b *testing.B, format string, args ...any) {
 	b.Helper()
-	b.Logf(format, args...)
-	fmt.Fprintf(os.Stderr, "b11: "+format+"\n", args...)
+	logNow(b, "b11", format, args...)
 }
 
 // b11Measure sets up the cluster and its backup in a namespace of its own,

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -80,41 +79,30 @@ func BenchmarkB12(b *testing.B) {
 	start := time.Now()
 	r := getRig(b)
 	f := &b12Figures{size: *flagB12Size, quota: *flagB12Quota, migrateSize: *flagB12Migrate}
-	measured := false
-	b.Run("maintenance", func(b *testing.B) {
-		if !measured {
-			measured = true
-			r.setManagerArgs(b, r.baseArgs)
-			for round := range *flagB12Samples {
-				for _, v := range rotation([]string{b12Tend, b12Anchor, b12NoSpace, b12Migrate}, round) {
-					syscall.Sync()
-					switch v {
-					case b12NoSpace:
-						r.b12NoSpace(b, f)
-					case b12Migrate:
-						r.b12Migrate(b, f)
-					default:
-						r.b12Defrag(b, f, v)
-					}
+	measureOnce(b, "maintenance", func(b *testing.B) {
+		r.setManagerArgs(b, r.baseArgs)
+		for round := range *flagB12Samples {
+			for _, v := range rotation([]string{b12Tend, b12Anchor, b12NoSpace, b12Migrate}, round) {
+				syscall.Sync()
+				switch v {
+				case b12NoSpace:
+					r.b12NoSpace(b, f)
+				case b12Migrate:
+					r.b12Migrate(b, f)
+				default:
+					r.b12Defrag(b, f, v)
 				}
 			}
 		}
-		for unit, v := range f.metrics() {
-			b.ReportMetric(v, unit)
-		}
-	})
+	}, f.metrics)
 	f.took = time.Since(start)
-	var sb strings.Builder
-	f.write(&sb)
-	b.Log("\n" + sb.String())
-	fmt.Fprintf(os.Stdout, "\nB12, EtcdCluster storage maintenance on the local cluster (test/bench/etcd):\n%s", sb.String())
+	printTable(b, "B12, EtcdCluster storage maintenance on the local cluster (test/bench/etcd)", f.write)
 }
 
 // b12Logf logs to the benchmark and, at once, to standard error.
 func b12Logf(b *testing.B, format string, args ...any) {
 	b.Helper()
-	b.Logf(format, args...)
-	fmt.Fprintf(os.Stderr, "b12: "+format+"\n", args...)
+	logNow(b, "b12", format, args...)
 }
 
 // b12Cluster is a measured cluster: Tend compacts and defragments only

@@ -73,31 +73,20 @@ func BenchmarkF1(b *testing.B) {
 			"it was started before hack/cluster/config/audit-policy.yaml existed; restart it with make cluster-down cluster-up", err)
 	}
 	f := &f1Figures{idle: *flagF1Idle, window: *flagF1Idle / time.Duration(*flagF1Windows)}
-	measured := false
-	b.Run("fleet", func(b *testing.B) {
-		if !measured {
-			measured = true
-			r.setManagerArgs(b, r.baseArgs)
-			m := r.f1Manager(b)
-			for _, n := range sizes {
-				f.sizes = append(f.sizes, r.f1Measure(b, m, n))
-			}
+	measureOnce(b, "fleet", func(b *testing.B) {
+		r.setManagerArgs(b, r.baseArgs)
+		m := r.f1Manager(b)
+		for _, n := range sizes {
+			f.sizes = append(f.sizes, r.f1Measure(b, m, n))
 		}
-		for unit, v := range f.metrics() {
-			b.ReportMetric(v, unit)
-		}
-	})
+	}, f.metrics)
 	f.took = time.Since(start)
-	var sb strings.Builder
-	f.write(&sb)
-	b.Log("\n" + sb.String())
-	fmt.Fprintf(os.Stdout, "\nF1, EtcdCluster fleets on the local cluster (test/bench/etcd):\n%s", sb.String())
+	printTable(b, "F1, EtcdCluster fleets on the local cluster (test/bench/etcd)", f.write)
 }
 
 func f1Logf(b *testing.B, format string, args ...any) {
 	b.Helper()
-	b.Logf(format, args...)
-	fmt.Fprintf(os.Stderr, "f1: "+format+"\n", args...)
+	logNow(b, "f1", format, args...)
 }
 
 // f1Cluster is the i-th cluster of a fleet: small requests, the defaults

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -278,4 +280,40 @@ func (r *rig) deleteNamespace(b *testing.B, ns string) {
 		return false, fmt.Errorf("%s; %s", obj.Status.Phase, strings.Join(why, "; "))
 	})
 	b.Logf("namespace %s deleted in %.1f s", ns, time.Since(start).Seconds())
+}
+
+// measureOnce runs the sub-benchmark name and takes the samples with
+// measure on its first call only: the testing package calls a benchmark
+// again for -benchtime Nx with N > 1. Every call reports metrics().
+func measureOnce(b *testing.B, name string, measure func(*testing.B), metrics func() map[string]float64) {
+	b.Helper()
+	measured := false
+	b.Run(name, func(b *testing.B) {
+		if !measured {
+			measured = true
+			measure(b)
+		}
+		for unit, v := range metrics() {
+			b.ReportMetric(v, unit)
+		}
+	})
+}
+
+// printTable logs the table that write writes and prints it to standard
+// output under title.
+func printTable(b *testing.B, title string, write func(io.Writer)) {
+	b.Helper()
+	var sb strings.Builder
+	write(&sb)
+	b.Log("\n" + sb.String())
+	fmt.Fprintf(os.Stdout, "\n%s:\n%s", title, sb.String())
+}
+
+// logNow logs to the benchmark and, at once, to standard error after
+// prefix: the testing package keeps only the last lines of a benchmark's
+// log, and prints it when the benchmark ends.
+func logNow(b *testing.B, prefix, format string, args ...any) {
+	b.Helper()
+	b.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, prefix+": "+format+"\n", args...)
 }

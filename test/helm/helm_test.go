@@ -386,7 +386,8 @@ func deleteLeftovers(t *testing.T, r *release) {
 		if obj.GetAnnotations()["meta.helm.sh/release-name"] != r.name {
 			t.Fatalf("%T %s exists and is not release %s's", obj, obj.GetName(), r.name)
 		}
-		if err := cluster.Client.Delete(t.Context(), obj); client.IgnoreNotFound(err) != nil {
+		uid := obj.GetUID()
+		if err := cluster.Client.Delete(t.Context(), obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			t.Fatal(err)
 		}
 	}

@@ -162,7 +162,9 @@ func (c *Cluster) deleteLeftovers(before time.Time) error {
 		if ns.DeletionTimestamp != nil || !ns.CreationTimestamp.Before(&metav1.Time{Time: before}) {
 			continue
 		}
-		if err := c.Client.Delete(ctx, ns, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		// The one that was listed, not another of its name made since.
+		if err := c.Client.Delete(ctx, ns, client.PropagationPolicy(metav1.DeletePropagationBackground),
+			client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting the namespace %s, left by an earlier run: %w", ns.Name, err)
 		}
 		fmt.Fprintf(os.Stderr, "e2e: deleting the namespace %s, left by an earlier run that was killed\n", ns.Name)

@@ -5,7 +5,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,13 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/test/e2e/framework"
 )
 
 // The manager is killed while Tend replaces an etcd member, under a writer.
 // Rounds alternate the two ways a member is replaced: it lost its data (its
 // pod and volume claim deleted together), which Tend replaces at once; or it
-// stays unhealthy (etcd frozen with SIGSTOP) past unhealthyFor (30s), which
-// Tend replaces then. Any member may be the victim, the leader too. After
+// stays unhealthy (etcd cut off from its peers) past unhealthyFor (30s),
+// which Tend replaces then. Any member may be the victim, the leader too. After
 // each round the member of that name is a new etcd member (another ID),
 // healthy and voting, the cluster settles, and no volume is left over; at
 // the end every acknowledged write reads back, the members hash alike, and
@@ -66,12 +66,16 @@ func TestEtcdReplacementManagerKills(t *testing.T) {
 			}
 			delay = time.Duration(rng.Int64N(int64(15 * time.Second)))
 		} else {
-			// A frozen etcd neither answers nor dies; the liveness probe
-			// would restart it only after 60s, so Tend replaces it when
-			// unhealthyFor has passed. The kill falls from 20s to 45s after
-			// the freeze: before, at or during the replacement.
-			how = "frozen"
-			if _, err := signalPod(pod, "etcd", syscall.SIGSTOP); err != nil {
+			// An etcd cut off from its peers answers its clients and its
+			// liveness probe but serves no linearizable read: it stays
+			// unhealthy, and only Tend's replacement, when unhealthyFor has
+			// passed, ends it. (A frozen etcd would not do: the liveness
+			// probe restarts it about 60s in, and then it is healthy again,
+			// which can come before a replacement that the kill delayed.)
+			// The kill falls from 20s to 45s after the cut: before, at or
+			// during the replacement.
+			how = "cut off from its peers"
+			if err := framework.PartitionPort(pod, "etcd", containerPort(t, pod, "etcd", "peer")); err != nil {
 				t.Fatal(err)
 			}
 			delay = 20*time.Second + time.Duration(rng.Int64N(int64(25*time.Second)))
@@ -109,4 +113,18 @@ func (e *etcdHandle) waitReplaced(t *testing.T, old etcdv1alpha1.Member) {
 		}
 		return false, fmt.Errorf("no member %s in status: %+v", old.Name, ec.Status.Members)
 	})
+}
+
+// containerPort is the number of pod's container port of that name.
+func containerPort(t *testing.T, pod *corev1.Pod, container, name string) int32 {
+	t.Helper()
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if c.Name == container && p.Name == name {
+				return p.ContainerPort
+			}
+		}
+	}
+	t.Fatalf("pod %s/%s has no port %s in container %s", pod.Namespace, pod.Name, name, container)
+	return 0
 }

@@ -70,6 +70,9 @@ type Member struct {
 	// ClientURL and PeerURL are where the member listens and what it
 	// advertises.
 	ClientURL, PeerURL string
+	// MetricsURL serves /metrics and the health endpoints over plain HTTP,
+	// as a member of an EtcdCluster does on its metrics port.
+	MetricsURL string
 	// DataDir is the member's --data-dir.
 	DataDir string
 
@@ -197,15 +200,20 @@ func (c *Cluster) newMember() (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	metricsPort, err := reservePort()
+	if err != nil {
+		return nil, err
+	}
 	name := "m" + strconv.Itoa(c.next)
 	c.next++
 	m := &Member{
-		Name:      name,
-		ClientURL: scheme + "://127.0.0.1:" + strconv.Itoa(clientPort),
-		PeerURL:   scheme + "://127.0.0.1:" + strconv.Itoa(peerPort),
-		DataDir:   filepath.Join(c.dir, name),
-		c:         c,
-		log:       logtail.New(logTail),
+		Name:       name,
+		ClientURL:  scheme + "://127.0.0.1:" + strconv.Itoa(clientPort),
+		PeerURL:    scheme + "://127.0.0.1:" + strconv.Itoa(peerPort),
+		MetricsURL: "http://127.0.0.1:" + strconv.Itoa(metricsPort),
+		DataDir:    filepath.Join(c.dir, name),
+		c:          c,
+		log:        logtail.New(logTail),
 	}
 	c.members = append(c.members, m)
 	return m, nil
@@ -281,6 +289,16 @@ func (m *Member) Running() bool {
 }
 
 // Log returns the end of m's output, over all its starts.
+// PID is the process ID of m's latest process, 0 before the first start.
+func (m *Member) PID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil {
+		return 0
+	}
+	return m.proc.cmd.Process.Pid
+}
+
 func (m *Member) Log() string { return m.log.String() }
 
 func (m *Member) launch(initialCluster, state string) error {
@@ -291,6 +309,7 @@ func (m *Member) launch(initialCluster, state string) error {
 		"--advertise-client-urls=" + m.ClientURL,
 		"--listen-peer-urls=" + m.PeerURL,
 		"--initial-advertise-peer-urls=" + m.PeerURL,
+		"--listen-metrics-urls=" + m.MetricsURL,
 		"--initial-cluster=" + initialCluster,
 		"--initial-cluster-state=" + state,
 		"--initial-cluster-token=" + m.c.token,

@@ -8,6 +8,7 @@
 #   hack/toolchain.sh --envtest    build kube-apiserver, etcd and kubectl, print
 #                                  the directory to use as KUBEBUILDER_ASSETS
 #   hack/toolchain.sh --all        build every tool
+#   hack/toolchain.sh --parallel TOOL...  build what is missing, groups side by side
 #   hack/toolchain.sh --cache-dir  print the cache directory
 #
 # Nothing is downloaded but Go modules. Each tool group (hack/tools/<group>) is
@@ -122,36 +123,84 @@ dir_of() {
 
 # build TOOL builds TOOL unless the cache has it, and prints its path.
 build() {
-	local tool=${1##*/} group dir bin pkg
+	local group
 	group=$(group_of "$1")
-	pkg=$(package_of "$group" "$tool")
+	build_group "$group" "${1##*/}"
+	echo "$(dir_of "$group")/bin/${1##*/}"
+}
+
+# build_group GROUP TOOL... builds those of GROUP's TOOLs that the cache lacks,
+# all in one go build, so that they share its work and its links run side
+# by side.
+build_group() {
+	local group=$1 dir tool pkg missing=() pkgs=()
+	shift
 	dir=$(dir_of "$group")
-	bin=$dir/bin/$tool
-	if [[ -x $bin ]]; then
-		echo "$bin"
-		return
-	fi
 	mkdir -p "$dir/bin"
-	# One builder at a time per group: a second caller waits, then finds the binary.
+	# One builder at a time per group: a second caller waits, then finds the binaries.
 	exec {lock}>"$dir/.lock"
 	flock "$lock"
-	if [[ ! -x $bin ]]; then
-		local start=$SECONDS
-		echo "toolchain: building $tool $(version_of_group "$group") (this takes minutes the first time)" >&2
+	for tool in "$@"; do
+		if [[ ! -x $dir/bin/$tool ]]; then
+			missing+=("$tool")
+			pkgs+=("$(package_of "$group" "$tool")")
+		fi
+	done
+	if ((${#missing[@]})); then
+		local start=$SECONDS out=$dir/bin/.tmp.$$ i
+		echo "toolchain: building ${missing[*]} $(version_of_group "$group") (this takes minutes the first time)" >&2
+		rm -rf "$out" && mkdir -p "$out"
 		(
 			cd "$root/hack/tools/$group"
-			CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_of "$group")" \
-				-o "$bin.tmp.$$" "$pkg"
+			CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_of "$group")" -o "$out/" "${pkgs[@]}"
 		) || {
-			rm -f "$bin.tmp.$$"
-			echo "toolchain: building $tool failed; see the go output above" >&2
+			rm -rf "$out"
+			echo "toolchain: building ${missing[*]} failed; see the go output above" >&2
 			return 1
 		}
-		mv -f "$bin.tmp.$$" "$bin"
-		echo "toolchain: built $tool in $((SECONDS - start))s" >&2
+		for i in "${!missing[@]}"; do
+			mv -f "$out/$(binary_name "${pkgs[$i]}")" "$dir/bin/${missing[$i]}"
+		done
+		rm -rf "$out"
+		echo "toolchain: built ${missing[*]} in $((SECONDS - start))s" >&2
 	fi
 	exec {lock}>&-
-	echo "$bin"
+}
+
+# binary_name PACKAGE prints the name go build gives PACKAGE's binary: the
+# last element of its path, or the one before a major version suffix.
+binary_name() {
+	local p=${1%/} last
+	last=${p##*/}
+	if [[ $last =~ ^v[0-9]+$ ]]; then
+		p=${p%/*}
+		last=${p##*/}
+	fi
+	echo "$last"
+}
+
+# parallel TOOL... builds the groups of TOOLs two at a time, the largest
+# first: a go build keeps two cores busy while it compiles but links alone,
+# so a second build fills the gaps. It prints nothing.
+parallel() {
+	local tool group groups=() failed=0
+	declare -A of=()
+	for tool in "$@"; do
+		group=$(group_of "$tool")
+		[[ -v of[$group] ]] || groups+=("$group")
+		of[$group]+=" ${tool##*/}"
+	done
+	for group in "${groups[@]}"; do
+		while (($(jobs -rp | wc -l) >= 2)); do
+			wait -n || failed=1
+		done
+		# shellcheck disable=SC2086 # of[] is a list of tool names
+		build_group "$group" ${of[$group]} &
+	done
+	while (($(jobs -rp | wc -l) > 0)); do
+		wait -n || failed=1
+	done
+	return "$failed"
 }
 
 # envtest builds the binaries that envtest runs and prints a directory holding
@@ -180,6 +229,10 @@ case ${1:-} in
 	;;
 --cache-dir) echo "$cache" ;;
 --envtest) envtest ;;
---all) for t in "${all_tools[@]}"; do build "$t"; done ;;
+--all) parallel "${all_tools[@]}" ;;
+--parallel)
+	shift
+	parallel "$@"
+	;;
 *) for t in "$@"; do build "$t"; done ;;
 esac

@@ -375,4 +375,16 @@
 //
 // After -args: -f1.sizes, -f1.idle, -f1.windows, -f1.settle, -f1.timeout.
 // Its table is tested without the tag.
+//
+// BenchmarkF1Checks (f1_checks_test.go, f1_checks_figures.go) measures
+// F1's health-check goal in cost rather than in requests: what Tend's idle
+// pass costs each member of a 3-member cluster, against a Prometheus
+// scrape of the member, in the members' CPU (from /proc, less their idle
+// rate measured just before) and the bytes on the wire. Its members are
+// etcd processes on this machine (internal/testing/etcdserver, TLS as an
+// EtcdCluster's), so it needs no cluster; -bench F1 runs it with F1. A
+// third variant makes the pass's requests on connections kept open, to
+// show what opening the TLS connections adds. After -args:
+// -f1.check-samples (3), -f1.check-ops (300 per sample), -f1.check-idle,
+// -f1.check-interval (30s, the controller's steady requeue).
 package etcd

@@ -83,15 +83,15 @@ verify-cluster:
 # and timers with the two cores half idle; and lint while the chaos suite
 # waits out the manager's Lease. Each stage's output is printed whole when
 # it ends (-O), with its time.
-TEST_STAGES := toolchain verify test-rules test-chart cluster-up "test-e2e test-unit" test-helm "test-chaos-short lint"
+TEST_STAGES := test-toolchain verify test-rules test-chart cluster-up "test-e2e test-unit" test-helm "test-chaos-short lint"
 # The tools that make test uses, the longest builds first (hack/toolchain.sh --parallel).
 TEST_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl \
 	coredns containerd containerd-shim-runc-v2 ctr golangci-lint helm etcd etcdctl etcdutl \
 	etcd-upgrade-from/etcd etcd-upgrade-from/etcdctl etcd-upgrade-from/etcdutl \
 	local-path-provisioner controller-gen krew
 
-.PHONY: toolchain
-toolchain: ## Build every tool that make test uses into the cache (~/.cache/tend), two builds at a time.
+.PHONY: test-toolchain
+test-toolchain: ## Build every tool that make test uses into the cache (~/.cache/tend), two builds at a time.
 	$(TOOLCHAIN) --parallel $(TEST_TOOLS)
 
 .PHONY: test
@@ -166,7 +166,7 @@ plugin-dist: ## Build kubectl-tend's release archives and krew manifest into dis
 	hack/plugin-dist.sh $(VERSION)
 
 .PHONY: toolchain
-toolchain: ## Build every pinned tool that the cache lacks.
+toolchain: ## Build every pinned tool that the cache lacks, two builds at a time.
 	$(TOOLCHAIN) --all
 
 .PHONY: toolchain-envtest

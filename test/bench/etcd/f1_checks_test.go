@@ -107,7 +107,7 @@ func measureChecks(b *testing.B, cluster *etcdserver.Cluster) *checkFigures {
 		}
 		for _, s := range statuses {
 			if !s.Healthy {
-				return fmt.Errorf("member %s is not healthy: %v", s.Name, s.Err)
+				return fmt.Errorf("member %s is not healthy: %w", s.Name, s.Err)
 			}
 		}
 		return nil

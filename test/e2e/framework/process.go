@@ -57,7 +57,7 @@ func PartitionPort(pod *corev1.Pod, container string, port int32) error {
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
 		cmd := exec.Command("nsenter", "--net="+netns, "iptables", "-w", "-A", chain, "-p", "tcp", "--dport", p, "-j", "DROP")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("dropping TCP port %s (%s) in pod %s/%s: %v: %s", p, chain, pod.Namespace, pod.Name, err, bytes.TrimSpace(out))
+			return fmt.Errorf("dropping TCP port %s (%s) in pod %s/%s: %w: %s", p, chain, pod.Namespace, pod.Name, err, bytes.TrimSpace(out))
 		}
 	}
 	return nil

@@ -84,9 +84,11 @@ verify-cluster:
 # waits out the manager's Lease. Each stage's output is printed whole when
 # it ends (-O), with its time.
 TEST_STAGES := test-toolchain verify test-rules test-chart cluster-up "test-e2e test-unit" test-helm "test-chaos-short lint"
-# The tools that make test uses, the longest builds first (hack/toolchain.sh --parallel).
+# The tools that make test uses, the longest builds first (hack/toolchain.sh
+# --parallel); all but golangci-lint, which the lint stage builds while the
+# chaos suite beside it waits.
 TEST_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl \
-	coredns containerd containerd-shim-runc-v2 ctr golangci-lint helm etcd etcdctl etcdutl \
+	coredns containerd containerd-shim-runc-v2 ctr helm etcd etcdctl etcdutl \
 	etcd-upgrade-from/etcd etcd-upgrade-from/etcdctl etcd-upgrade-from/etcdutl \
 	local-path-provisioner controller-gen krew
 

@@ -12,11 +12,12 @@
 #   hack/toolchain.sh --cache-dir  print the cache directory
 #
 # Nothing is downloaded but Go modules. Each tool group (hack/tools/<group>) is
-# cached under $TEND_CACHE/toolchain/<group>-<version>-<hash of its go.mod and
-# go.sum>/bin, so a version bump or a dependency change builds afresh while a
-# fresh clone of the same commit (CI) reuses what an earlier run built. A build
-# writes to a temporary name and renames it into place, so a build that was
-# killed half-way never leaves a broken binary behind.
+# cached under $TEND_CACHE/toolchain/<group>-<version>-<hash of its go.mod,
+# go.sum and own cmd/ sources>/bin, so a version bump or a dependency change
+# builds afresh while a fresh clone of the same commit (CI) reuses what an
+# earlier run built. A build writes to a temporary directory and renames the
+# binaries into place, so a build that was killed half-way never leaves a
+# broken binary behind.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,7 +60,7 @@ package_of() {
 	etcd-upgrade-from/etcd) echo ./cmd/etcd ;; # etcd v3.5's main lives in a module the proxy lacks
 	etcd*/etcdctl | etcd*/etcdutl) echo "go.etcd.io/etcd/$2/v3" ;;
 	containerd/*) echo "github.com/containerd/containerd/v2/cmd/$2" ;;
-	coredns/coredns) echo github.com/coredns/coredns ;;
+	coredns/coredns) echo ./cmd/coredns ;; # the plugins of the local cluster's Corefile only
 	local-path-provisioner/local-path-provisioner) echo github.com/rancher/local-path-provisioner ;;
 	kwok/kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
 	controller-gen/controller-gen) echo sigs.k8s.io/controller-tools/cmd/controller-gen ;;
@@ -117,7 +118,8 @@ ldflags_of() {
 # dir_of GROUP prints the cache directory for GROUP at its pinned version.
 dir_of() {
 	local src=$root/hack/tools/$1 sum
-	sum=$(cat "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-12)
+	# A group's own main packages (cmd/) are part of what it builds.
+	sum=$(cat "$src/go.mod" "$src/go.sum" $(find "$src/cmd" -type f -name '*.go' 2>/dev/null | LC_ALL=C sort) | sha256sum | cut -c1-12)
 	echo "$cache/$1-$(version_of_group "$1")-$sum"
 }
 

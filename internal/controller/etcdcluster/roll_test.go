@@ -214,6 +214,10 @@ func (p *statefulSetPlayer) sync(g Gomega) map[string]string {
 			continue
 		}
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		// The template as it is now, after the pod's deletion: Tend writes
+		// a new template before it deletes a pod to restart it, so the one
+		// read before the pod may be older than the deletion.
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sts), sts)).To(Succeed())
 		// Its process stopped with its pod; the new one starts below.
 		members.set(p.fc, func(fc *fakeCluster) { fc.up[name] = false })
 		if p.made[name] == 0 {

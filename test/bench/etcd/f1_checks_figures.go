@@ -80,14 +80,6 @@ type checkFigures struct {
 	Variants []*checkVariant // Tend's pass first, the scrapes last
 }
 
-func (f *checkFigures) variant(name string) *checkVariant {
-	i := slices.IndexFunc(f.Variants, func(v *checkVariant) bool { return v.Name == name })
-	if i < 0 {
-		return nil
-	}
-	return f.Variants[i]
-}
-
 // methods lists the gRPC methods that any variant called.
 func (f *checkFigures) methods() []string {
 	var out []string

@@ -22,7 +22,7 @@ func TestCheckFiguresSubtractIdleAndScaleToAMinute(t *testing.T) {
 		{Name: "pass", PerMinute: 2, Samples: []checkSample{s, s, s}},
 		{Name: "scrape (every 1m)", PerMinute: 1, Samples: []checkSample{scrape, scrape, scrape}},
 	}}
-	g.Expect(f.variant("pass").perMinute(checkSample.memberCPUPerOp)).To(ConsistOf(10.0, 10.0, 10.0))
+	g.Expect(f.Variants[0].perMinute(checkSample.memberCPUPerOp)).To(ConsistOf(10.0, 10.0, 10.0))
 	var sb strings.Builder
 	f.write(&sb)
 	g.Expect(sb.String()).To(ContainSubstring("pass against scrape (every 1m), per member-minute (medians): member CPU 1.00×, bytes 1.00×."))

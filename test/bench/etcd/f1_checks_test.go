@@ -148,20 +148,7 @@ func measureChecks(b *testing.B, cluster *etcdserver.Cluster) *checkFigures {
 	}
 	oneScrape := func(ctx context.Context) error {
 		for _, m := range members {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.MetricsURL+"/metrics", nil)
-			if err != nil {
-				return err
-			}
-			resp, err := scraper.Do(req)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if err == nil && resp.StatusCode != http.StatusOK {
-				err = fmt.Errorf("GET %s/metrics: %s", m.MetricsURL, resp.Status)
-			}
-			if err != nil {
+			if err := getMetrics(ctx, scraper, m, io.Discard); err != nil {
 				return err
 			}
 		}
@@ -275,20 +262,11 @@ func membersCPU(members []*etcdserver.Member) (time.Duration, error) {
 func membersRPCs(ctx context.Context, members []*etcdserver.Member) (map[string]float64, error) {
 	out := map[string]float64{}
 	for _, m := range members {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.MetricsURL+"/metrics", nil)
-		if err != nil {
+		var text strings.Builder
+		if err := getMetrics(ctx, http.DefaultClient, m, &text); err != nil {
 			return nil, err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		text, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		by, err := promSum(string(text), "grpc_server_started_total", nil, "grpc_method")
+		by, err := promSum(text.String(), "grpc_server_started_total", nil, "grpc_method")
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", m.Name, err)
 		}
@@ -297,6 +275,24 @@ func membersRPCs(ctx context.Context, members []*etcdserver.Member) (map[string]
 		}
 	}
 	return out, nil
+}
+
+// getMetrics copies member m's /metrics page to w.
+func getMetrics(ctx context.Context, hc *http.Client, m *etcdserver.Member, w io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.MetricsURL+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s/metrics: %s", m.MetricsURL, resp.Status)
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
 }
 
 // selfCPU is this process's CPU time so far, user and system.

@@ -6,8 +6,11 @@
 // checks etcd's SHA-256 of the data as it passes); hashes a member's
 // key-value history at a revision and counts its keys (HashKV, KeyCount), to
 // compare a restored backup with the live cluster; keeps the storage
-// (Compact, Defragment one member, DisarmNoSpace); and turns etcd's
-// authentication on, with a root user (EnableAuth). Its errors are classified (Classify: NotFound, Terminal,
+// (Compact, Defragment one member, DisarmNoSpace); turns etcd's
+// authentication on, with a root user (EnableAuth); and, for the
+// continuous archive, watches every change grouped by revision (Watch) and
+// makes one revision's changes again as one transaction, leases included
+// (Apply, EnsureLease, KeepAlive). Its errors are classified (Classify: NotFound, Terminal,
 // Transient) and wrap sentinels that errors.Is finds, such as
 // ErrLearnerNotReady.
 //
@@ -24,8 +27,9 @@
 // gate is checked in one place, the client's gRPC interceptors, so that a
 // new call cannot forget it.
 //
-// It must not wait: every call needs a deadline on its context, and a
-// context without one is refused with ErrNoDeadline before anything is sent;
+// It must not wait: every call needs a deadline on its context (a Watch, a
+// stream, needs a context its caller cancels), and a context without one is
+// refused with ErrNoDeadline before anything is sent;
 // calls about one member fail fast when it is down. The caller requeues
 // rather than waits for a learner to catch up or a member to come back.
 //

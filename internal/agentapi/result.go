@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // TerminationMessagePath is where every agent writes its Result, as the
@@ -43,6 +44,7 @@ const (
 	OpCheck     = "check"
 	OpRecover   = "recover"
 	OpJoinCheck = "join-check"
+	OpReplay    = "replay"
 )
 
 // Result is what an agent reports in its termination message: one JSON
@@ -51,7 +53,8 @@ const (
 // steps that know them.
 type Result struct {
 	// Op is the step: "backup", "fetch", "verify", "prepare", "install",
-	// "delete", "check", "recover" or "join-check" (the Op constants).
+	// "delete", "check", "recover", "join-check" or "replay" (the Op
+	// constants).
 	Op string `json:"op"`
 	// Error says why the step failed; empty on success.
 	Error string `json:"error,omitempty"`
@@ -74,6 +77,28 @@ type Result struct {
 	// JoinCheck is what a join check decided: on success, and when it
 	// refused a member that lost its data.
 	JoinCheck *JoinCheckResult `json:"joinCheck,omitempty"`
+	// Replayed is how far a replay of the archive went, and, when it was
+	// asked to, how its store compared with the live cluster's.
+	Replayed *Replayed `json:"replayed,omitempty"`
+}
+
+// Replayed is what a replay of an archive onto a base backup did.
+type Replayed struct {
+	// From is the base's revision: the store's before the replay.
+	From int64 `json:"from"`
+	// Reached is the store's revision after it, and ReachedTime when the
+	// archive received that revision (zero when nothing was replayed).
+	Reached     int64     `json:"reached"`
+	ReachedTime time.Time `json:"reachedTime,omitzero"`
+	// Revisions and Segments count what was replayed and read.
+	Revisions int64 `json:"revisions"`
+	Segments  int   `json:"segments"`
+	// LeasedPuts counts the puts of keys that had a lease, replayed
+	// without one.
+	LeasedPuts int64 `json:"leasedPuts,omitempty"`
+	// Verification, when the replay was checked against the live
+	// cluster, compares the two stores at Reached.
+	Verification *Verification `json:"verification,omitempty"`
 }
 
 // Artifact is a file a backup wrote.

@@ -12,7 +12,12 @@
 // stores; after a quorum loss, waits for a survivor's etcd run with
 // --force-new-cluster to lead alone; and, before a member's etcd starts on
 // an empty data directory, refuses it when the peers' member list shows
-// that it has run before, and so lost its data. Each step reports a
+// that it has run before, and so lost its data. `tend archive`, a
+// long-running agent, writes every revision of a cluster after a base
+// backup into checksummed segments (the archive: archive.go, its format in
+// archive_segment.go), and `tend replay` applies them onto a restored base,
+// each revision as one transaction, up to a revision or a time, and can
+// compare the result with the live cluster (replay.go). Each step reports a
 // Result, which the controllers read from the Pod's termination message
 // (ParseResult), and says whether a retry can help (Terminal).
 //

@@ -1,0 +1,356 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tend-dev/tend/internal/agentapi"
+	"github.com/tend-dev/tend/internal/etcd"
+	"github.com/tend-dev/tend/internal/testing/etcdserver"
+)
+
+// runArchiver runs an archiver of o until the returned stop is called,
+// which returns Run's error.
+func runArchiver(t *testing.T, o ArchiveOptions) (*Archiver, func() error) {
+	t.Helper()
+	a, err := NewArchiver(o)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			t.Fatal("the archiver did not stop within a minute")
+			return nil
+		}
+	}
+	t.Cleanup(func() { _ = stop() })
+	return a, stop
+}
+
+// waitArchived waits until the archiver has stored revision rev.
+func waitArchived(t *testing.T, a *Archiver, rev int64) {
+	t.Helper()
+	NewWithT(t).Eventually(func() int64 { return a.State().LastRevision }).
+		WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).Should(BeNumerically(">=", rev), "state: %+v", a.State())
+}
+
+// readArchive reads every segment of the archive at uri, checks that they
+// chain (each starts where the one before ended), and returns the
+// revisions.
+func readArchive(t *testing.T, uri string) []ArchivedRevision {
+	t.Helper()
+	g := NewWithT(t)
+	loc, err := ParseURI(uri)
+	g.Expect(err).NotTo(HaveOccurred())
+	f, err := openFolder(stepCtx(t), loc, s3Opts())
+	g.Expect(err).NotTo(HaveOccurred())
+	names, err := listSegments(stepCtx(t), f)
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []ArchivedRevision
+	for _, n := range names {
+		data, err := f.get(stepCtx(t), n)
+		g.Expect(err).NotTo(HaveOccurred())
+		h, revs, err := decodeSegment(data)
+		g.Expect(err).NotTo(HaveOccurred(), n)
+		first, _ := segmentFirst(n)
+		g.Expect(h.First).To(Equal(first), "a segment is named by its first revision")
+		if len(out) > 0 {
+			g.Expect(h.First).To(Equal(out[len(out)-1].Revision.Revision+1), "segment %s follows revision %d", n, out[len(out)-1].Revision.Revision)
+		}
+		out = append(out, revs...)
+	}
+	return out
+}
+
+// replayTo restores the base backup into a fresh local etcd that takes
+// large transactions, as the replay Job's does, and replays the archive
+// onto it.
+func replayTo(t *testing.T, b backedUpFile, o ReplayOptions) (*localEtcd, agentapi.Result, error) {
+	t.Helper()
+	local := newLocal(t, filepath.Join(t.TempDir(), "data"))
+	local.restore(t, b.snapshot)
+	bin, err := etcdserver.FindBinaries()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	etcdserver.StartOnDataDir(t, bin.Etcd, local.DataDir, "verify", local.URL, "http://127.0.0.1:"+strconv.Itoa(local.PeerPort),
+		"--max-txn-ops=100000", "--max-request-bytes=134217728")
+	o.Local = local.URL
+	r, err := Replay(stepCtx(t), o)
+	return local, r, err
+}
+
+// backedUpFile is a base backup, fetched to a snapshot file.
+type backedUpFile struct {
+	result   agentapi.Result
+	snapshot string
+}
+
+// baseBackup backs the live cluster up to S3 and fetches the snapshot.
+func baseBackup(t *testing.T, live *liveCluster, bucket string) backedUpFile {
+	t.Helper()
+	g := NewWithT(t)
+	to := "s3://" + bucket + "/base.db"
+	r, err := Backup(stepCtx(t), BackupOptions{Etcd: live.Config, To: to, S3: s3Opts(), Compression: Zstd, Owner: "backup-uid"})
+	g.Expect(err).NotTo(HaveOccurred())
+	snapshot := filepath.Join(t.TempDir(), "snapshot.db")
+	_, err = Fetch(stepCtx(t), FetchOptions{From: to, S3: s3Opts(), Compression: Zstd, SHA256: r.Artifact.SHA256, Out: snapshot})
+	g.Expect(err).NotTo(HaveOccurred())
+	return backedUpFile{result: r, snapshot: snapshot}
+}
+
+// TestArchiveAndReplay archives a cluster's writes of every kind (puts,
+// a transaction, a leased key, a range delete) to moto in several
+// segments, across a stop and a start again of the agent, and replays the
+// archive onto the base backup: to a revision in the middle, to a time,
+// and to the end, each reaching the live cluster's HashKV at that
+// revision (lease IDs included: the replay grants the leases again, and
+// keeps them alive while it runs); the last compared by the replay itself
+// (--verify).
+func TestArchiveAndReplay(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	live := startLive(t, 1, "root")
+	live.put(t, "before-", 40, 64)
+	bucket := newBucket(t)
+	base := baseBackup(t, live, bucket)
+	uri := "s3://" + bucket + "/archives/kv"
+	o := ArchiveOptions{
+		Etcd: live.Config, To: uri, S3: s3Opts(), Owner: "cluster-uid", BaseRevision: base.result.Snapshot.Revision,
+		Compression: Zstd, MaxAge: 200 * time.Millisecond, MaxBytes: 2048,
+	}
+	a, stop := runArchiver(t, o)
+
+	live.put(t, "k-", 30, 100)
+	_, err := live.cli.Txn(stepCtx(t)).Then(
+		clientv3.OpPut("txn-a", "1"), clientv3.OpPut("txn-b", "2"), clientv3.OpDelete("before-00000"),
+	).Commit()
+	g.Expect(err).NotTo(HaveOccurred())
+	lease, err := live.cli.Grant(stepCtx(t), 600)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = live.cli.Put(stepCtx(t), "leased", "v", clientv3.WithLease(lease.ID))
+	g.Expect(err).NotTo(HaveOccurred())
+	// A lease that expires: its key's delete is in the history.
+	short, err := live.cli.Grant(stepCtx(t), 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = live.cli.Put(stepCtx(t), "short-lived", "v", clientv3.WithLease(short.ID))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() (int64, error) {
+		resp, err := live.cli.Get(stepCtx(t), "short-lived", clientv3.WithCountOnly())
+		if err != nil {
+			return -1, err
+		}
+		return resp.Count, nil
+	}).WithTimeout(30 * time.Second).Should(BeZero())
+	beforeDelete := live.put(t, "last-before-delete-", 1, 10)
+	del, err := live.cli.Delete(stepCtx(t), "k-0000", clientv3.WithPrefix())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(del.Deleted).To(Equal(int64(10)))
+	waitArchived(t, a, del.Header.Revision)
+	g.Expect(a.State()).To(SatisfyAll(
+		HaveField("Phase", agentapi.ArchiveArchiving),
+		HaveField("FirstRevision", base.result.Snapshot.Revision+1),
+		HaveField("Segments", BeNumerically(">", 1)),
+	))
+	g.Expect(stop()).To(Succeed())
+
+	// Started again, it goes on from its last segment.
+	a, stop = runArchiver(t, o)
+	after := live.put(t, "after-", 20, 100)
+	waitArchived(t, a, after)
+	g.Expect(a.State().FirstRevision).To(Equal(base.result.Snapshot.Revision + 1))
+	g.Expect(a.State().Gaps).To(BeEmpty())
+	g.Expect(stop()).To(Succeed())
+
+	revs := readArchive(t, uri)
+	g.Expect(revs[0].Revision.Revision).To(Equal(base.result.Snapshot.Revision + 1))
+	g.Expect(revs[len(revs)-1].Revision.Revision).To(Equal(after), "every revision once, in order, up to the last write")
+	var leased, deletes int
+	for _, r := range revs {
+		for _, ch := range r.Changes {
+			if ch.Lease != 0 {
+				leased++
+			}
+			if ch.Delete {
+				deletes++
+			}
+		}
+	}
+	g.Expect(leased).To(Equal(2))
+	for _, r := range revs {
+		for _, ch := range r.Changes {
+			if ch.Lease == int64(lease.ID) {
+				g.Expect(ch.LeaseTTL).To(Equal(int64(600)))
+			}
+		}
+	}
+	g.Expect(deletes).To(Equal(12), "the range delete's 10, the transaction's and the expired lease's")
+
+	liveHash := func(rev int64) uint32 {
+		h, err := live.cli.HashKV(stepCtx(t), live.ClientURLs()[0], rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		return h.Hash
+	}
+	localHash := func(l *localEtcd, rev int64) uint32 {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{l.URL}, DialTimeout: 10 * time.Second})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer cli.Close()
+		h, err := cli.HashKV(stepCtx(t), l.URL, rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		return h.Hash
+	}
+
+	t.Run("to the revision before the range delete", func(t *testing.T) {
+		g := NewWithT(t)
+		l, r, err := replayTo(t, base, ReplayOptions{From: uri, S3: s3Opts(), Owner: "cluster-uid", Target: ReplayTarget{Revision: beforeDelete}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.Replayed.Reached).To(Equal(beforeDelete))
+		g.Expect(r.Replayed.From).To(Equal(base.result.Snapshot.Revision))
+		g.Expect(r.Replayed.LeasedPuts).To(Equal(int64(2)))
+		g.Expect(localHash(l, beforeDelete)).To(Equal(liveHash(beforeDelete)))
+	})
+	t.Run("to the time the range delete was received", func(t *testing.T) {
+		g := NewWithT(t)
+		var at time.Time
+		for _, r := range revs {
+			if r.Revision.Revision == del.Header.Revision {
+				at = r.Time
+			}
+		}
+		l, r, err := replayTo(t, base, ReplayOptions{From: uri, S3: s3Opts(), Owner: "cluster-uid", Target: ReplayTarget{Time: at}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.Replayed.Reached).To(BeNumerically(">=", del.Header.Revision))
+		g.Expect(r.Replayed.ReachedTime).NotTo(BeTemporally(">", at))
+		g.Expect(localHash(l, r.Replayed.Reached)).To(Equal(liveHash(r.Replayed.Reached)))
+	})
+	t.Run("to the end, verified against the live cluster", func(t *testing.T) {
+		g := NewWithT(t)
+		_, r, err := replayTo(t, base, ReplayOptions{From: uri, S3: s3Opts(), Owner: "cluster-uid", Live: live.Config})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.Replayed.Reached).To(Equal(after))
+		g.Expect(r.Replayed.Verification).To(SatisfyAll(HaveField("Matches", true), HaveField("Revision", after)))
+	})
+	t.Run("past the end of the archive", func(t *testing.T) {
+		g := NewWithT(t)
+		_, _, err := replayTo(t, base, ReplayOptions{From: uri, S3: s3Opts(), Owner: "cluster-uid", Target: ReplayTarget{Revision: after + 100}})
+		g.Expect(err).To(MatchError(ErrNotFound))
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("ends at revision %d", after))))
+	})
+	t.Run("of another owner", func(t *testing.T) {
+		g := NewWithT(t)
+		_, _, err := replayTo(t, base, ReplayOptions{From: uri, S3: s3Opts(), Owner: "someone-else"})
+		g.Expect(err).To(MatchError(ErrRefused))
+		g.Expect(err).To(MatchError(ContainSubstring("belongs to cluster-uid")))
+	})
+}
+
+// TestArchiveRefusals: an archive that another cluster owns is left alone;
+// a base older than etcd's compaction breaks the archive, which says so;
+// two agents on one archive never both store a segment.
+func TestArchiveRefusals(t *testing.T) {
+	t.Parallel()
+	live := startLive(t, 1, "root")
+	first := live.put(t, "a-", 20, 10)
+
+	t.Run("another owner's archive", func(t *testing.T) {
+		g := NewWithT(t)
+		uri := "file://" + t.TempDir() + "/archive"
+		o := ArchiveOptions{Etcd: live.Config, To: uri, Owner: "first-uid", BaseRevision: first, Compression: None, MaxAge: 100 * time.Millisecond, MaxBytes: 1 << 20}
+		a, stop := runArchiver(t, o)
+		rev := live.put(t, "b-", 2, 10)
+		waitArchived(t, a, rev)
+		g.Expect(stop()).To(Succeed())
+
+		o.Owner = "second-uid"
+		a, err := NewArchiver(o)
+		g.Expect(err).NotTo(HaveOccurred())
+		err = a.Run(stepCtx(t))
+		g.Expect(err).To(MatchError(ErrRefused))
+		g.Expect(err).To(MatchError(ContainSubstring("belongs to first-uid")))
+		g.Expect(a.State().Phase).To(Equal(agentapi.ArchiveBroken))
+		g.Expect(readArchive(t, uri)[0].Revision.Revision).To(Equal(first+1), "the first owner's segments are untouched")
+	})
+
+	t.Run("compacted past the base", func(t *testing.T) {
+		g := NewWithT(t)
+		rev := live.put(t, "c-", 5, 10)
+		_, err := live.cli.Compact(stepCtx(t), rev)
+		g.Expect(err).NotTo(HaveOccurred())
+		a, err := NewArchiver(ArchiveOptions{Etcd: live.Config, To: "s3://" + newBucket(t) + "/a", S3: s3Opts(), Owner: "uid", BaseRevision: first, Compression: Zstd, MaxAge: time.Second, MaxBytes: 1 << 20})
+		g.Expect(err).NotTo(HaveOccurred())
+		err = a.Run(stepCtx(t))
+		g.Expect(err).To(MatchError(etcd.ErrCompacted))
+		s := a.State()
+		g.Expect(s.Phase).To(Equal(agentapi.ArchiveBroken))
+		g.Expect(s.Message).To(ContainSubstring("newer base backup"))
+	})
+
+	t.Run("a second agent on the same archive", func(t *testing.T) {
+		g := NewWithT(t)
+		uri := "s3://" + newBucket(t) + "/shared"
+		base := live.put(t, "d-", 1, 10)
+		o := ArchiveOptions{Etcd: live.Config, To: uri, S3: s3Opts(), Owner: "uid", BaseRevision: base, Compression: Zstd, MaxAge: 100 * time.Millisecond, MaxBytes: 1 << 20}
+		one, stopOne := runArchiver(t, o)
+		two, stopTwo := runArchiver(t, o)
+		var last int64
+		for range 20 {
+			last = live.put(t, "e-", 3, 10)
+			time.Sleep(50 * time.Millisecond)
+		}
+		// At least one of them stored the last write; one that lost a
+		// race for a segment's name is broken, never overlapping.
+		g.Eventually(func() int64 { return max(one.State().LastRevision, two.State().LastRevision) }).
+			WithTimeout(30 * time.Second).Should(BeNumerically(">=", last))
+		errOne, errTwo := stopOne(), stopTwo()
+		for _, err := range []error{errOne, errTwo} {
+			if err != nil {
+				g.Expect(err).To(MatchError(ErrRefused))
+				g.Expect(err).To(MatchError(ContainSubstring("another agent")))
+			}
+		}
+		revs := readArchive(t, uri) // chained: no overlap, no gap
+		g.Expect(revs[0].Revision.Revision).To(Equal(base + 1))
+		g.Expect(revs[len(revs)-1].Revision.Revision).To(BeNumerically(">=", last))
+	})
+}
+
+// TestArchiveStartsAgainFromANewerBase: an agent started from a base newer
+// than the archive's last segment says which revisions the archive lacks.
+func TestArchiveStartsAgainFromANewerBase(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	live := startLive(t, 1, "root")
+	base := live.put(t, "a-", 3, 10)
+	uri := "file://" + t.TempDir() + "/archive"
+	o := ArchiveOptions{Etcd: live.Config, To: uri, Owner: "uid", BaseRevision: base, Compression: Gzip, MaxAge: 100 * time.Millisecond, MaxBytes: 1 << 20}
+	a, stop := runArchiver(t, o)
+	rev := live.put(t, "b-", 3, 10)
+	waitArchived(t, a, rev)
+	g.Expect(stop()).To(Succeed())
+
+	newer := live.put(t, "c-", 5, 10) // not archived: no agent runs
+	o.BaseRevision = newer
+	a, stop = runArchiver(t, o)
+	last := live.put(t, "d-", 2, 10)
+	waitArchived(t, a, last)
+	g.Expect(a.State().Gaps).To(ConsistOf(SatisfyAll(HaveField("From", rev+1), HaveField("To", newer))))
+	g.Expect(a.State().FirstRevision).To(Equal(base + 1))
+	g.Expect(stop()).To(Succeed())
+	g.Expect(errors.Is(stop(), nil)).To(BeTrue())
+}

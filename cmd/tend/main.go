@@ -44,8 +44,10 @@ func run(args []string, stderr io.Writer) int {
 	switch args[0] {
 	case "manager":
 		err = runManager(args[1:], stderr)
-	case "backup", "fetch", "verify", "restore", "artifact", "check", "recover", "join-check":
+	case "backup", "fetch", "verify", "restore", "artifact", "check", "recover", "join-check", "replay":
 		return runAgent(args[0], args[1:], stderr)
+	case "archive":
+		return runArchive(args[1:], stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stderr)
 		return 0
@@ -79,6 +81,10 @@ Agents (the steps of backup, restore, roll and recovery Jobs):
   artifact delete   delete what a backup wrote
   check             confirm a rolled cluster: healthy, one version, equal stores
   recover           wait until an etcd --force-new-cluster is a cluster of one
+  replay            replay an archive onto a restored base backup, to a revision or a time
+
+The continuous archive (one pod per archived cluster):
+  archive           write every revision of a cluster to its archive, in segments
 
 Before a member's etcd starts (its pod's init container):
   join-check        refuse to start a member that lost its data under its old ID

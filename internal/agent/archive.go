@@ -170,20 +170,33 @@ func (a *Archiver) setPhase(phase, msg string) {
 // Run archives until ctx ends, then stores what it received, and returns
 // nil. It returns early with an error that no retry of its own can fix:
 // the archive is another owner's, another agent writes to it
-// (ErrRefused), or etcd compacted its history past the archive's last
+// (ErrRefused), a segment does not read (ErrCorrupt), or etcd compacted its history past the archive's last
 // revision (etcd.ErrCompacted: the archive is broken until it starts again
 // from a newer base backup). Every other failure (a member or the store
 // that does not answer) is retried, the revisions received kept.
 func (a *Archiver) Run(ctx context.Context) error {
 	loc, _ := ParseURI(a.o.To)
 	var err error
-	if a.folder, err = openFolder(ctx, loc, a.o.S3); err != nil {
-		return err
+	if a.folder == nil {
+		if a.folder, err = openFolder(ctx, loc, a.o.S3); err != nil {
+			return err
+		}
 	}
-	next, err := a.open(ctx)
-	if err != nil {
-		a.setPhase(agentapi.ArchiveBroken, err.Error())
-		return err
+	var next int64
+	for {
+		if next, err = a.open(ctx); err == nil {
+			break
+		}
+		if errors.Is(err, ErrRefused) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrInvalid) {
+			a.setPhase(agentapi.ArchiveBroken, err.Error())
+			return err
+		}
+		a.setPhase(agentapi.ArchiveStarting, fmt.Sprintf("Reading the archive; the last attempt failed: %v", err))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.o.Clock.After(archiveRetry):
+		}
 	}
 	cli, err := a.connect(ctx)
 	if err != nil {
@@ -193,7 +206,11 @@ func (a *Archiver) Run(ctx context.Context) error {
 	a.setPhase(agentapi.ArchiveArchiving, fmt.Sprintf("Archiving from revision %d", next))
 	a.o.Log.Info("Archiving", "location", loc.URI, "from", next)
 	for {
-		next, err = a.follow(ctx, cli, next)
+		// With a backlog that the store refused, read no more from etcd
+		// until it is stored: memory stays bounded, and the lag says it.
+		if err = a.storeBacklog(ctx); err == nil {
+			next, err = a.follow(ctx, cli, next)
+		}
 		if ctx.Err() != nil {
 			return a.stop(ctx)
 		}
@@ -216,6 +233,22 @@ func (a *Archiver) Run(ctx context.Context) error {
 		case <-a.o.Clock.After(archiveRetry):
 		}
 	}
+}
+
+// maxBacklog is how many times a segment's size limit the revisions
+// waiting for the store may take before the archiver stops reading more.
+const maxBacklog = 4
+
+// storeBacklog stores the pending revisions when they fill maxBacklog
+// segments.
+func (a *Archiver) storeBacklog(ctx context.Context) error {
+	a.mu.Lock()
+	backlog := a.pendingBytes >= maxBacklog*a.o.MaxBytes
+	a.mu.Unlock()
+	if !backlog {
+		return nil
+	}
+	return a.flush(ctx)
 }
 
 // stop stores what was received, on a context of its own, when Run's

@@ -126,3 +126,21 @@ func TestTickOf(t *testing.T) {
 	g.Expect(tickOf(2 * time.Second)).To(Equal(200 * time.Millisecond))
 	g.Expect(tickOf(time.Second)).To(Equal(100 * time.Millisecond))
 }
+
+func TestArchivePrefixLeavesRoomForSegments(t *testing.T) {
+	g := NewWithT(t)
+	longest := strings.Repeat("p", maxKeyLen-len("/"+segmentName(0)))
+	for _, tt := range []struct {
+		key string
+		ok  bool
+	}{{key: longest, ok: true}, {key: longest + "p", ok: false}} {
+		loc, err := ParseURI("s3://bucket/" + tt.key)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = openFolder(context.Background(), loc, S3Options{Endpoint: "http://127.0.0.1:1", Region: "us-east-1"})
+		if tt.ok {
+			g.Expect(err).NotTo(HaveOccurred())
+		} else {
+			g.Expect(err).To(MatchError(ErrInvalid))
+		}
+	}
+}

@@ -44,6 +44,9 @@ func openFolder(ctx context.Context, loc Location, o S3Options) (folder, error) 
 	if !loc.IsS3() {
 		return dirFolder{dir: loc.Path}, nil
 	}
+	if len(loc.Key)+len("/"+segmentName(0)) > maxKeyLen {
+		return nil, fmt.Errorf("%w: %q: the prefix leaves no room under S3's %d bytes for the segments' keys", ErrInvalid, loc.URI, maxKeyLen)
+	}
 	st, err := openStore(ctx, loc, o)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -353,4 +354,76 @@ func TestArchiveStartsAgainFromANewerBase(t *testing.T) {
 	g.Expect(a.State().FirstRevision).To(Equal(base + 1))
 	g.Expect(stop()).To(Succeed())
 	g.Expect(errors.Is(stop(), nil)).To(BeTrue())
+}
+
+// refusingFolder is a folder whose writes fail while refuse is set, as a
+// store that is down.
+type refusingFolder struct {
+	folder
+	mu     sync.Mutex
+	refuse bool
+	writes int
+}
+
+func (f *refusingFolder) putNew(ctx context.Context, name string, data []byte, owner string) error {
+	f.mu.Lock()
+	refuse := f.refuse
+	f.writes++
+	f.mu.Unlock()
+	if refuse {
+		return errors.New("the store is down")
+	}
+	return f.folder.putNew(ctx, name, data, owner)
+}
+
+func (f *refusingFolder) set(refuse bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuse = refuse
+}
+
+// TestArchiveHoldsABoundedBacklogWhileTheStoreIsDown: while its writes
+// fail, the archiver keeps what it received up to four segments' worth,
+// reads no more from etcd, and says how far behind it is; once the store
+// is back, every revision is stored, in order.
+func TestArchiveHoldsABoundedBacklogWhileTheStoreIsDown(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	live := startLive(t, 1, "root")
+	base := live.put(t, "a-", 1, 10)
+	dir := t.TempDir() + "/archive"
+	f := &refusingFolder{folder: dirFolder{dir: dir}}
+	a, err := NewArchiver(ArchiveOptions{Etcd: live.Config, To: "file://" + dir, Owner: "uid", BaseRevision: base, Compression: None, MaxAge: 100 * time.Millisecond, MaxBytes: 1024})
+	g.Expect(err).NotTo(HaveOccurred())
+	a.folder = f
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	g.Eventually(func() string { return a.State().Phase }).Should(Equal(agentapi.ArchiveArchiving))
+
+	f.set(true)
+	last := live.put(t, "b-", 200, 100) // about 30 KiB of changes
+	g.Eventually(func() float64 { return a.State().LagSeconds }).WithTimeout(30 * time.Second).Should(BeNumerically(">", 1))
+	pending := func() (int, int64) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.pendingBytes, a.pending[len(a.pending)-1].Revision.Revision
+	}
+	g.Eventually(func() int { held, _ := pending(); return held }).WithTimeout(30*time.Second).
+		Should(BeNumerically(">=", maxBacklog*1024), "it fills its backlog, a segment at each attempt to store")
+	held, received := pending()
+	last = live.put(t, "c-", 50, 100)
+	time.Sleep(3 * archiveRetry)
+	nowHeld, nowReceived := pending()
+	g.Expect([]int64{int64(nowHeld), nowReceived}).To(Equal([]int64{int64(held), received}), "and then read no more")
+	g.Expect(received).To(BeNumerically("<", last))
+	g.Expect(a.State().LastRevision).To(BeZero())
+
+	f.set(false)
+	waitArchived(t, a, last)
+	revs := readArchive(t, "file://"+dir)
+	g.Expect(revs[0].Revision.Revision).To(Equal(base + 1))
+	g.Expect(revs[len(revs)-1].Revision.Revision).To(Equal(last))
+	g.Expect(revs).To(HaveLen(int(last - base)))
 }

@@ -33,7 +33,7 @@ import (
 //	tend check           --connection-dir --client-tls-dir --version=vX.Y.Z [--timeout]  (env ETCD_ROOT_PASSWORD)
 //	tend recover         --endpoint=http://127.0.0.1:2379 --member=NAME [--timeout]  (env ETCD_ROOT_PASSWORD)
 //	tend join-check      --data-dir --name --peer-url --initial-cluster --state=new|existing [--peer-tls-dir] [--timeout]
-//	tend replay          --from=URI [--s3-*] --owner --local-endpoint [--to-revision=N|--to-time=T] [--verify --connection-dir --client-tls-dir] [--timeout]
+//	tend replay          --from=URI [--s3-*] --owner --local-endpoint [--to-revision=N|--to-time=T] [--verify --connection-dir --client-tls-dir] [--out=FILE] [--timeout]
 //
 // tend join-check is not a Job's step but the init container of every
 // etcd member pod, given the member's own etcd flags: it exits 0 when the

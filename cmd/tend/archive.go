@@ -158,8 +158,9 @@ func bindReplay(fs *flag.FlagSet) func(context.Context, logr.Logger) (agentapi.R
 	toRevision := fs.Int64("to-revision", 0, "stop after this revision")
 	toTime := fs.String("to-time", "", "stop after the last revision received at or before this time (RFC 3339)")
 	verify := fs.Bool("verify", false, "compare the replayed store with the live cluster's at the revision reached")
+	out := fs.String("out", "", "save the replayed store to this file as a snapshot, for etcdutl snapshot restore")
 	return func(ctx context.Context, log logr.Logger) (agentapi.Result, error) {
-		o := agent.ReplayOptions{From: *from, S3: *s3, Owner: *owner, Local: *local, RootPassword: os.Getenv(rootPasswordEnv), Log: log}
+		o := agent.ReplayOptions{From: *from, S3: *s3, Owner: *owner, Local: *local, RootPassword: os.Getenv(rootPasswordEnv), Out: *out, Log: log}
 		if *toRevision != 0 && *toTime != "" {
 			return agentapi.Result{}, fmt.Errorf("%w: give --to-revision or --to-time, not both", agent.ErrInvalid)
 		}

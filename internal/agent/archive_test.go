@@ -226,6 +226,18 @@ func TestArchiveAndReplay(t *testing.T) {
 		g.Expect(r.Replayed.LeasedPuts).To(Equal(int64(2)))
 		g.Expect(localHash(l, beforeDelete)).To(Equal(liveHash(beforeDelete)))
 	})
+	t.Run("saved as a snapshot that restores to the same store", func(t *testing.T) {
+		g := NewWithT(t)
+		out := filepath.Join(t.TempDir(), "replayed.db")
+		_, r, err := replayTo(t, base, ReplayOptions{From: uri, S3: s3Opts(), Owner: "cluster-uid", Target: ReplayTarget{Revision: beforeDelete}, Out: out})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.Replayed.Reached).To(Equal(beforeDelete))
+		l := newLocal(t, filepath.Join(t.TempDir(), "data"))
+		l.restore(t, out)
+		l.start(t)
+		l.waitReady(t)
+		g.Expect(localHash(l, beforeDelete)).To(Equal(liveHash(beforeDelete)))
+	})
 	t.Run("to the time the range delete was received", func(t *testing.T) {
 		g := NewWithT(t)
 		var at time.Time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -63,6 +64,10 @@ type ReplayOptions struct {
 	// the archive): that revision must be one the live cluster still
 	// holds.
 	Live etcd.Config
+	// Out, when set, is a file that the replayed store is saved to as a
+	// snapshot (what etcdutl snapshot restore reads), written beside and
+	// renamed into place.
+	Out string
 	// Log receives progress; the zero Logger discards it.
 	Log logr.Logger
 }
@@ -74,7 +79,8 @@ type ReplayOptions struct {
 // archive that lacks a revision on the way (ErrNotFound, naming it); a
 // revision that the store does not reach by its own number means the base
 // is not this archive's history (ErrMismatch). With Live set, it then
-// compares the store with the live cluster's at the revision reached.
+// compares the store with the live cluster's at the revision reached; with
+// Out set, it saves the store as a snapshot.
 func Replay(ctx context.Context, o ReplayOptions) (agentapi.Result, error) {
 	r := agentapi.Result{Op: agentapi.OpReplay}
 	if _, ok := ctx.Deadline(); !ok {
@@ -181,18 +187,33 @@ func Replay(ctx context.Context, o ReplayOptions) (agentapi.Result, error) {
 		return r, err
 	}
 	o.Log.Info("Replayed", "reached", rep.Reached, "revisions", rep.Revisions, "segments", rep.Segments, "leasedPuts", rep.LeasedPuts)
-	if len(o.Live.Endpoints) == 0 {
-		return r, nil
+	if len(o.Live.Endpoints) > 0 {
+		rep.Verification, err = compareWithLive(ctx, local, o.Local, o.Live, rep.Reached)
+		if err != nil {
+			return r, err
+		}
+		if v := rep.Verification; !v.Matches {
+			return r, fmt.Errorf("%w: at revision %d the replayed store's hash is %d with %d keys and member %s's is %d with %d keys", ErrMismatch, v.Revision, v.Hash, v.Keys, v.LiveMember, v.LiveHash, v.LiveKeys)
+		}
 	}
-	rep.Verification, err = compareWithLive(ctx, local, o.Local, o.Live, rep.Reached)
-	if err != nil {
-		return r, err
-	}
-	if v := rep.Verification; !v.Matches {
-		return r, fmt.Errorf("%w: at revision %d the replayed store's hash is %d with %d keys and member %s's is %d with %d keys", ErrMismatch, v.Revision, v.Hash, v.Keys, v.LiveMember, v.LiveHash, v.LiveKeys)
+	if o.Out != "" {
+		sctx, cancel := context.WithTimeout(ctx, replaySaveTimeout)
+		defer cancel()
+		err := writeFileAtomicFrom(o.Out, func(w io.Writer) error {
+			_, err := local.SnapshotFrom(sctx, o.Local, w)
+			return err
+		})
+		if err != nil {
+			return r, fmt.Errorf("saving the replayed store to %s: %w", o.Out, err)
+		}
+		o.Log.Info("Saved the replayed store", "file", o.Out)
 	}
 	return r, nil
 }
+
+// replaySaveTimeout bounds the saving of the replayed store: a snapshot of
+// etcd's largest database on a local disk.
+const replaySaveTimeout = 10 * time.Minute
 
 // compareWithLive compares the local store with a healthy live member's at
 // rev. A store restored from a snapshot keeps the compaction it had then,

@@ -160,7 +160,17 @@ func (f fileStore) remove(ctx context.Context, owner string) error {
 
 // writeFileAtomic writes data to path through a synced temporary file and a
 // rename.
-func writeFileAtomic(path string, data []byte) (err error) {
+func writeFileAtomic(path string, data []byte) error {
+	return writeFileAtomicFrom(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileAtomicFrom writes what write writes to path through a synced
+// temporary file beside it and a rename, so that path is either absent (or
+// as it was) or whole.
+func writeFileAtomicFrom(path string, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -172,7 +182,11 @@ func writeFileAtomic(path string, data []byte) (err error) {
 			_ = os.Remove(tmp.Name())
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
+	buf := bufio.NewWriterSize(tmp, 1<<20)
+	if err := write(buf); err != nil {
+		return err
+	}
+	if err := buf.Flush(); err != nil {
 		return err
 	}
 	if err := tmp.Sync(); err != nil {

@@ -34,6 +34,7 @@ import (
 //	tend recover         --endpoint=http://127.0.0.1:2379 --member=NAME [--timeout]  (env ETCD_ROOT_PASSWORD)
 //	tend join-check      --data-dir --name --peer-url --initial-cluster --state=new|existing [--peer-tls-dir] [--timeout]
 //	tend replay          --from=URI [--s3-*] --owner --local-endpoint [--to-revision=N|--to-time=T] [--verify --connection-dir --client-tls-dir] [--out=FILE] [--timeout]
+//	tend prune           --archive=URI [--s3-*] --owner --before-revision=N [--timeout]
 //
 // tend join-check is not a Job's step but the init container of every
 // etcd member pod, given the member's own etcd flags: it exits 0 when the
@@ -71,10 +72,11 @@ var agentSteps = map[string]agentStep{
 	"recover":         {op: agentapi.OpRecover, timeout: 3 * time.Minute, bind: bindRecover},
 	"join-check":      {op: agentapi.OpJoinCheck, timeout: 20 * time.Second, bind: bindJoinCheck},
 	"replay":          {op: agentapi.OpReplay, timeout: 2 * time.Hour, bind: bindReplay},
+	"prune":           {op: agentapi.OpPrune, timeout: 10 * time.Minute, bind: bindPrune},
 }
 
 // runAgent runs the agent command name (backup, fetch, verify, restore,
-// artifact, check, recover, join-check, replay) with args, and returns its exit code.
+// artifact, check, recover, join-check, replay, prune) with args, and returns its exit code.
 func runAgent(name string, args []string, stderr io.Writer) int {
 	command := name
 	if name == "restore" || name == "artifact" {

@@ -182,3 +182,13 @@ func bindReplay(fs *flag.FlagSet) func(context.Context, logr.Logger) (agentapi.R
 		return agent.Replay(ctx, o)
 	}
 }
+
+func bindPrune(fs *flag.FlagSet) func(context.Context, logr.Logger) (agentapi.Result, error) {
+	s3 := bindS3(fs)
+	archive := fs.String("archive", "", "the archive's location: s3://bucket/prefix or file:///dir")
+	owner := fs.String("owner", "", "the UID the archive must belong to")
+	before := fs.Int64("before-revision", 0, "the revision of the oldest base backup kept: segments whose every revision is at or below it go")
+	return func(ctx context.Context, log logr.Logger) (agentapi.Result, error) {
+		return agent.Prune(ctx, agent.PruneOptions{Archive: *archive, S3: *s3, Owner: *owner, Before: *before, Log: log})
+	}
+}

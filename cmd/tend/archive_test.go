@@ -142,6 +142,13 @@ func TestAgentsArchiveKilledMidSegment(t *testing.T) {
 	))
 	g.Expect(replay.result.Replayed.Revisions).To(Equal(replay.result.Replayed.Reached - replay.result.Replayed.From))
 
+	// Nothing is older than the base: a prune at its revision keeps all.
+	prune := runStep(t, "prune", "prune", "--archive="+archiveURI, "--owner=cluster-uid",
+		"--before-revision="+strconv.FormatInt(backup.result.Snapshot.Revision, 10))
+	g.Expect(prune.code).To(Equal(agentapi.ExitOK), prune.output)
+	g.Expect(prune.result.Pruned.Segments).To(BeZero())
+	g.Expect(prune.result.Pruned.Kept).To(Equal(s.Segments))
+
 	wrongOwner := runStep(t, "replay", "replay", "--from="+archiveURI, "--owner=another-uid", "--local-endpoint="+clientURL)
 	g.Expect(wrongOwner.code).To(Equal(agentapi.ExitTerminal), wrongOwner.output)
 	g.Expect(wrongOwner.result.Error).To(ContainSubstring("belongs to cluster-uid"))

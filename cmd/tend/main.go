@@ -44,7 +44,7 @@ func run(args []string, stderr io.Writer) int {
 	switch args[0] {
 	case "manager":
 		err = runManager(args[1:], stderr)
-	case "backup", "fetch", "verify", "restore", "artifact", "check", "recover", "join-check", "replay":
+	case "backup", "fetch", "verify", "restore", "artifact", "check", "recover", "join-check", "replay", "prune":
 		return runAgent(args[0], args[1:], stderr)
 	case "archive":
 		return runArchive(args[1:], stderr)
@@ -82,6 +82,7 @@ Agents (the steps of backup, restore, roll and recovery Jobs):
   check             confirm a rolled cluster: healthy, one version, equal stores
   recover           wait until an etcd --force-new-cluster is a cluster of one
   replay            replay an archive onto a restored base backup, to a revision or a time
+  prune             delete the archive's segments that only an older base backup would need
 
 The continuous archive (one pod per archived cluster):
   archive           write every revision of a cluster to its archive, in segments

@@ -31,6 +31,8 @@ type folder interface {
 	get(ctx context.Context, name string) ([]byte, error)
 	// list returns the names under dir, sorted.
 	list(ctx context.Context, dir string) ([]string, error)
+	// remove deletes name; nothing there is done already.
+	remove(ctx context.Context, name string) error
 	// String is the folder's location.
 	String() string
 }
@@ -101,6 +103,14 @@ func (f s3Folder) get(ctx context.Context, name string) ([]byte, error) {
 	return data, nil
 }
 
+func (f s3Folder) remove(ctx context.Context, name string) error {
+	_, err := f.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &f.loc.Bucket, Key: awssdk.String(f.key(name))})
+	if err != nil && aws.Classify(err) != aws.NotFound {
+		return fmt.Errorf("deleting %s/%s: %w", f.loc, name, err)
+	}
+	return nil
+}
+
 func (f s3Folder) list(ctx context.Context, dir string) ([]string, error) {
 	prefix := f.key(dir) + "/"
 	var names []string
@@ -165,6 +175,14 @@ func (f dirFolder) get(_ context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, path.Join(f.dir, name))
 	}
 	return data, err
+}
+
+func (f dirFolder) remove(_ context.Context, name string) error {
+	p := filepath.Join(f.dir, filepath.FromSlash(name))
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(p))
 }
 
 func (f dirFolder) list(_ context.Context, dir string) ([]string, error) {

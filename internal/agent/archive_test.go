@@ -439,3 +439,49 @@ func TestArchiveHoldsABoundedBacklogWhileTheStoreIsDown(t *testing.T) {
 	g.Expect(revs[len(revs)-1].Revision.Revision).To(Equal(last))
 	g.Expect(revs).To(HaveLen(int(last - base)))
 }
+
+// TestArchivePrune: segments that only a restore from an older base would
+// need are deleted, oldest first, once a newer base is the oldest kept;
+// the newer base still replays to the end, the older one no longer can;
+// another owner's archive is left alone, and a second prune deletes
+// nothing.
+func TestArchivePrune(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	live := startLive(t, 1, "root")
+	live.put(t, "a-", 10, 10)
+	bucket := newBucket(t)
+	older := baseBackup(t, live, bucket)
+	uri := "s3://" + bucket + "/archive"
+	a, stop := runArchiver(t, ArchiveOptions{Etcd: live.Config, To: uri, S3: s3Opts(), Owner: "uid", BaseRevision: older.result.Snapshot.Revision, Compression: Zstd, MaxAge: 50 * time.Millisecond, MaxBytes: 512})
+	live.put(t, "b-", 40, 64)
+	newer := baseBackup(t, live, bucket) // overwrites base.db: the older base is fetched already
+	last := live.put(t, "c-", 40, 64)
+	waitArchived(t, a, last)
+	g.Expect(stop()).To(Succeed())
+	before := len(readArchive(t, uri))
+
+	_, err := Prune(stepCtx(t), PruneOptions{Archive: uri, S3: s3Opts(), Owner: "someone-else", Before: newer.result.Snapshot.Revision})
+	g.Expect(err).To(MatchError(ErrRefused))
+	g.Expect(readArchive(t, uri)).To(HaveLen(before))
+
+	r, err := Prune(stepCtx(t), PruneOptions{Archive: uri, S3: s3Opts(), Owner: "uid", Before: newer.result.Snapshot.Revision})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Pruned.Segments).To(BeNumerically(">", 0))
+	g.Expect(r.Pruned.Through).To(BeNumerically("<=", newer.result.Snapshot.Revision))
+	revs := readArchive(t, uri)
+	g.Expect(revs[0].Revision.Revision).To(BeNumerically("<=", newer.result.Snapshot.Revision+1), "the newer base still has every revision after it")
+	g.Expect(revs[0].Revision.Revision).To(BeNumerically(">", older.result.Snapshot.Revision+1))
+	g.Expect(revs[len(revs)-1].Revision.Revision).To(Equal(last))
+
+	_, rr, err := replayTo(t, newer, ReplayOptions{From: uri, S3: s3Opts(), Owner: "uid", Live: live.Config})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rr.Replayed.Reached).To(Equal(last))
+	_, _, err = replayTo(t, older, ReplayOptions{From: uri, S3: s3Opts(), Owner: "uid"})
+	g.Expect(err).To(MatchError(ErrNotFound))
+	g.Expect(err).To(MatchError(ContainSubstring("starts at revision")))
+
+	again, err := Prune(stepCtx(t), PruneOptions{Archive: uri, S3: s3Opts(), Owner: "uid", Before: newer.result.Snapshot.Revision})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.Pruned.Segments).To(BeZero())
+}

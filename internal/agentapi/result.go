@@ -45,6 +45,7 @@ const (
 	OpRecover   = "recover"
 	OpJoinCheck = "join-check"
 	OpReplay    = "replay"
+	OpPrune     = "prune"
 )
 
 // Result is what an agent reports in its termination message: one JSON
@@ -53,8 +54,8 @@ const (
 // steps that know them.
 type Result struct {
 	// Op is the step: "backup", "fetch", "verify", "prepare", "install",
-	// "delete", "check", "recover", "join-check" or "replay" (the Op
-	// constants).
+	// "delete", "check", "recover", "join-check", "replay" or "prune" (the
+	// Op constants).
 	Op string `json:"op"`
 	// Error says why the step failed; empty on success.
 	Error string `json:"error,omitempty"`
@@ -80,6 +81,20 @@ type Result struct {
 	// Replayed is how far a replay of the archive went, and, when it was
 	// asked to, how its store compared with the live cluster's.
 	Replayed *Replayed `json:"replayed,omitempty"`
+	// Pruned is what a prune of the archive deleted.
+	Pruned *Pruned `json:"pruned,omitempty"`
+}
+
+// Pruned is what a prune of an archive deleted: the segments whose every
+// revision a kept base backup holds.
+type Pruned struct {
+	// Segments counts the segments deleted.
+	Segments int `json:"segments"`
+	// Through is the last revision of the last segment deleted; 0 when
+	// none was.
+	Through int64 `json:"through,omitempty"`
+	// Kept counts the segments left.
+	Kept int `json:"kept"`
 }
 
 // Replayed is what a replay of an archive onto a base backup did.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"github.com/tend-dev/tend/internal/agent"
 	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
-	"github.com/tend-dev/tend/internal/testing/etcdserver"
 	"github.com/tend-dev/tend/internal/testing/loopback"
 )
 
@@ -125,13 +123,7 @@ func TestAgentsArchiveKilledMidSegment(t *testing.T) {
 	snapshot := filepath.Join(scratch, "snapshot.db")
 	fetch := runStep(t, "fetch", "fetch", "--from="+backupURI, "--compression=None", "--out="+snapshot)
 	g.Expect(fetch.code).To(Equal(agentapi.ExitOK), fetch.output)
-	clientURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
-	dataDir := filepath.Join(scratch, "data")
-	out, err := exec.Command(cluster.Bin.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+dataDir, "--name=replay",
-		"--initial-cluster=replay="+peerURL, "--initial-advertise-peer-urls="+peerURL).CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
-	etcdserver.StartOnDataDir(t, cluster.Bin.Etcd, dataDir, "replay", clientURL, peerURL, "--max-txn-ops=100000")
+	clientURL := startRestored(t, cluster.Bin, snapshot, filepath.Join(scratch, "data"), "replay", "--max-txn-ops=100000")
 
 	replay := runStep(t, "replay", append(append([]string{"replay", "--from=" + archiveURI, "--owner=cluster-uid", "--local-endpoint=" + clientURL}, clusterArgs...), "--verify")...)
 	g.Expect(replay.code).To(Equal(agentapi.ExitOK), replay.output)

@@ -343,6 +343,31 @@ func checkManifest(f folder, raw []byte, owner string) error {
 	return nil
 }
 
+// openArchive opens the archive at uri for a reader (a replay, a prune):
+// it refuses one that is not owner's, and lists its segments.
+func openArchive(ctx context.Context, uri string, o S3Options, owner string) (folder, []string, error) {
+	loc, err := ParseURI(uri)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := openFolder(ctx, loc, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := withTimeout(ctx, func(ctx context.Context) ([]byte, error) { return f.get(ctx, archiveManifest) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the archive's owner: %w", err)
+	}
+	if err := checkManifest(f, raw, owner); err != nil {
+		return nil, nil, err
+	}
+	names, err := withTimeout(ctx, func(ctx context.Context) ([]string, error) { return listSegments(ctx, f) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, names, nil
+}
+
 // listSegments lists the segments' names, in revision order.
 func listSegments(ctx context.Context, f folder) ([]string, error) {
 	names, err := f.list(ctx, segmentsDir)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +52,7 @@ func BenchmarkB13Archive(b *testing.B) {
 		replays := b13Replay(b, live, samples, revisions)
 		table := b13Table(rows, replays, rate, seconds, revisions)
 		fmt.Println(table)
-		b.ReportMetric(median(rows, func(s b13Sample) float64 { return s.p99.Seconds() }), "rpo-p99-s")
+		b.ReportMetric(medianOf(rows, func(s b13Sample) float64 { return s.p99.Seconds() }), "rpo-p99-s")
 		b.ReportMetric(medianOf(replays, func(r b13ReplaySample) float64 { return r.rate() }), "replay-rev/s")
 	}
 }
@@ -205,7 +204,7 @@ func (r b13ReplaySample) rate() float64 { return float64(r.revisions) / r.replay
 func b13Replay(b *testing.B, live *liveCluster, samples, revisions int) []b13ReplaySample {
 	g := NewWithT(b)
 	bucket := newBucket(b)
-	base := baseBackupB(b, live, bucket)
+	base := baseBackup(b, live, bucket)
 	uri := "s3://" + bucket + "/archive"
 	a, err := NewArchiver(ArchiveOptions{
 		Etcd: live.Config, To: uri, S3: s3Opts(), Owner: "bench", BaseRevision: base.result.Snapshot.Revision,
@@ -245,13 +244,13 @@ func b13Replay(b *testing.B, live *liveCluster, samples, revisions int) []b13Rep
 	for range samples {
 		var s b13ReplaySample
 		start := time.Now()
-		local := b13Local(b, base.snapshot)
+		local := startReplayEtcd(b, base.snapshot)
 		_, err := waitReady(stepCtx(b), local.URL)
 		g.Expect(err).NotTo(HaveOccurred())
 		s.baseAlone = time.Since(start)
 
 		start = time.Now()
-		local = b13Local(b, base.snapshot)
+		local = startReplayEtcd(b, base.snapshot)
 		_, err = waitReady(stepCtx(b), local.URL)
 		g.Expect(err).NotTo(HaveOccurred())
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Hour)
@@ -265,30 +264,6 @@ func b13Replay(b *testing.B, live *liveCluster, samples, revisions int) []b13Rep
 		out = append(out, s)
 	}
 	return out
-}
-
-// baseBackupB is baseBackup for a benchmark.
-func baseBackupB(b *testing.B, live *liveCluster, bucket string) backedUpFile {
-	g := NewWithT(b)
-	to := "s3://" + bucket + "/base.db"
-	r, err := Backup(stepCtx(b), BackupOptions{Etcd: live.Config, To: to, S3: s3Opts(), Compression: Zstd, Owner: "backup-uid"})
-	g.Expect(err).NotTo(HaveOccurred())
-	snapshot := filepath.Join(b.TempDir(), "snapshot.db")
-	_, err = Fetch(stepCtx(b), FetchOptions{From: to, S3: s3Opts(), Compression: Zstd, SHA256: r.Artifact.SHA256, Out: snapshot})
-	g.Expect(err).NotTo(HaveOccurred())
-	return backedUpFile{result: r, snapshot: snapshot}
-}
-
-// b13Local restores the snapshot into a fresh etcd, as a replay Job's
-// scratch etcd runs, and starts it.
-func b13Local(b *testing.B, snapshot string) *localEtcd {
-	local := newLocal(b, filepath.Join(b.TempDir(), "data"))
-	local.restore(b, snapshot)
-	bin, err := etcdserver.FindBinaries()
-	NewWithT(b).Expect(err).NotTo(HaveOccurred())
-	etcdserver.StartOnDataDir(b, bin.Etcd, local.DataDir, "verify", local.URL, "http://127.0.0.1:"+strconv.Itoa(local.PeerPort),
-		"--max-txn-ops=100000", "--max-request-bytes=134217728")
-	return local
 }
 
 // waitReady waits until the etcd at url answers, and returns its revision.
@@ -315,7 +290,8 @@ func waitReady(ctx context.Context, url string) (int64, error) {
 	}
 }
 
-func median(rows []b13Sample, f func(b13Sample) float64) float64 {
+// medianOf is the median of f over rows.
+func medianOf[T any](rows []T, f func(T) float64) float64 {
 	v := make([]float64, 0, len(rows))
 	for _, r := range rows {
 		v = append(v, f(r))
@@ -324,36 +300,19 @@ func median(rows []b13Sample, f func(b13Sample) float64) float64 {
 	return v[len(v)/2]
 }
 
-func medianOf(rows []b13ReplaySample, f func(b13ReplaySample) float64) float64 {
+// spreadOf prints least / median / greatest of f over rows.
+func spreadOf[T any](rows []T, f func(T) float64, format string) string {
 	v := make([]float64, 0, len(rows))
 	for _, r := range rows {
 		v = append(v, f(r))
 	}
-	slices.Sort(v)
-	return v[len(v)/2]
-}
-
-// spread prints least / median / greatest of the values.
-func spread(v []float64, format string) string {
 	slices.Sort(v)
 	return fmt.Sprintf(format+" / "+format+" / "+format, v[0], v[len(v)/2], v[len(v)-1])
 }
 
 func b13Table(rows []b13Sample, replays []b13ReplaySample, rate, seconds, revisions int) string {
-	col := func(f func(b13Sample) float64, format string) string {
-		v := make([]float64, 0, len(rows))
-		for _, r := range rows {
-			v = append(v, f(r))
-		}
-		return spread(v, format)
-	}
-	rcol := func(f func(b13ReplaySample) float64, format string) string {
-		v := make([]float64, 0, len(replays))
-		for _, r := range replays {
-			v = append(v, f(r))
-		}
-		return spread(v, format)
-	}
+	col := func(f func(b13Sample) float64, format string) string { return spreadOf(rows, f, format) }
+	rcol := func(f func(b13ReplaySample) float64, format string) string { return spreadOf(replays, f, format) }
 	per1000 := func(d time.Duration, s b13Sample) float64 { return d.Seconds() * 1000 / float64(s.writes) * 1000 }
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "B13 archive: a 3-member cluster (TLS, fsync off), the archive on moto S3 (Zstd, segments of at most 10s or 8 MiB), %d samples.\n\n", len(rows))

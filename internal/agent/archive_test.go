@@ -86,15 +86,23 @@ func readArchive(t *testing.T, uri string) []ArchivedRevision {
 // onto it.
 func replayTo(t *testing.T, b backedUpFile, o ReplayOptions) (*localEtcd, agentapi.Result, error) {
 	t.Helper()
-	local := newLocal(t, filepath.Join(t.TempDir(), "data"))
-	local.restore(t, b.snapshot)
-	bin, err := etcdserver.FindBinaries()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	etcdserver.StartOnDataDir(t, bin.Etcd, local.DataDir, "verify", local.URL, "http://127.0.0.1:"+strconv.Itoa(local.PeerPort),
-		"--max-txn-ops=100000", "--max-request-bytes=134217728")
+	local := startReplayEtcd(t, b.snapshot)
 	o.Local = local.URL
 	r, err := Replay(stepCtx(t), o)
 	return local, r, err
+}
+
+// startReplayEtcd restores the snapshot into a fresh etcd that takes
+// large transactions, as a replay Job's scratch etcd, and starts it.
+func startReplayEtcd(tb testing.TB, snapshot string) *localEtcd {
+	tb.Helper()
+	local := newLocal(tb, filepath.Join(tb.TempDir(), "data"))
+	local.restore(tb, snapshot)
+	bin, err := etcdserver.FindBinaries()
+	NewWithT(tb).Expect(err).NotTo(HaveOccurred())
+	etcdserver.StartOnDataDir(tb, bin.Etcd, local.DataDir, "replay", local.URL, "http://127.0.0.1:"+strconv.Itoa(local.PeerPort),
+		"--max-txn-ops=100000", "--max-request-bytes=134217728")
+	return local
 }
 
 // backedUpFile is a base backup, fetched to a snapshot file.
@@ -104,7 +112,7 @@ type backedUpFile struct {
 }
 
 // baseBackup backs the live cluster up to S3 and fetches the snapshot.
-func baseBackup(t *testing.T, live *liveCluster, bucket string) backedUpFile {
+func baseBackup(t testing.TB, live *liveCluster, bucket string) backedUpFile {
 	t.Helper()
 	g := NewWithT(t)
 	to := "s3://" + bucket + "/base.db"

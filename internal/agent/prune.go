@@ -38,22 +38,7 @@ func Prune(ctx context.Context, o PruneOptions) (agentapi.Result, error) {
 	if o.Before <= 0 {
 		return r, fmt.Errorf("%w: the oldest kept base backup's revision must be positive", ErrInvalid)
 	}
-	loc, err := ParseURI(o.Archive)
-	if err != nil {
-		return r, err
-	}
-	f, err := openFolder(ctx, loc, o.S3)
-	if err != nil {
-		return r, err
-	}
-	raw, err := withTimeout(ctx, func(ctx context.Context) ([]byte, error) { return f.get(ctx, archiveManifest) })
-	if err != nil {
-		return r, fmt.Errorf("reading the archive's owner: %w", err)
-	}
-	if err := checkManifest(f, raw, o.Owner); err != nil {
-		return r, err
-	}
-	names, err := withTimeout(ctx, func(ctx context.Context) ([]string, error) { return listSegments(ctx, f) })
+	f, names, err := openArchive(ctx, o.Archive, o.S3, o.Owner)
 	if err != nil {
 		return r, err
 	}
@@ -75,6 +60,6 @@ func Prune(ctx context.Context, o PruneOptions) (agentapi.Result, error) {
 		p.Kept--
 		p.Through = h.Last
 	}
-	o.Log.Info("Pruned the archive", "archive", loc.URI, "before", o.Before, "segments", p.Segments, "through", p.Through, "kept", p.Kept)
+	o.Log.Info("Pruned the archive", "archive", f.String(), "before", o.Before, "segments", p.Segments, "through", p.Through, "kept", p.Kept)
 	return r, nil
 }

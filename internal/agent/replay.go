@@ -86,19 +86,8 @@ func Replay(ctx context.Context, o ReplayOptions) (agentapi.Result, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return r, fmt.Errorf("%w: the replay has no deadline", ErrInvalid)
 	}
-	loc, err := ParseURI(o.From)
+	f, names, err := openArchive(ctx, o.From, o.S3, o.Owner)
 	if err != nil {
-		return r, err
-	}
-	f, err := openFolder(ctx, loc, o.S3)
-	if err != nil {
-		return r, err
-	}
-	raw, err := withTimeout(ctx, func(ctx context.Context) ([]byte, error) { return f.get(ctx, archiveManifest) })
-	if err != nil {
-		return r, fmt.Errorf("reading the archive's owner: %w", err)
-	}
-	if err := checkManifest(f, raw, o.Owner); err != nil {
 		return r, err
 	}
 	local, base, err := waitLocal(ctx, VerifyOptions{Local: o.Local, RootPassword: o.RootPassword, Clock: clock.RealClock{}, Log: o.Log})
@@ -116,10 +105,6 @@ func Replay(ctx context.Context, o ReplayOptions) (agentapi.Result, error) {
 	if o.Target.Revision > 0 && o.Target.Revision < base.Revision {
 		return r, fmt.Errorf("%w: the base backup is at revision %d, after the target %s; restore an older base", ErrInvalid, base.Revision, o.Target)
 	}
-	names, err := withTimeout(ctx, func(ctx context.Context) ([]string, error) { return listSegments(ctx, f) })
-	if err != nil {
-		return r, err
-	}
 	start := -1
 	for i, n := range names {
 		if first, _ := segmentFirst(n); first <= base.Revision+1 {
@@ -134,7 +119,7 @@ func Replay(ctx context.Context, o ReplayOptions) (agentapi.Result, error) {
 		}
 		return r, fmt.Errorf("%w: the archive at %s %s, and the base backup is at revision %d: revisions %d on are not archived", ErrNotFound, f, oldest, base.Revision, base.Revision+1)
 	}
-	o.Log.Info("Replaying", "archive", loc.URI, "from", base.Revision, "target", o.Target.String())
+	o.Log.Info("Replaying", "archive", f.String(), "from", base.Revision, "target", o.Target.String())
 
 	next := base.Revision + 1
 	done := false

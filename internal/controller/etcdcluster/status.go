@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -195,13 +196,13 @@ func setAvailable(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1
 		case len(obs.startProblems) > 0:
 			msg += ": " + strings.Join(obs.startProblems, "; ")
 		case obs.unreachable != nil:
-			msg += ": " + obs.unreachable.Error()
+			msg += ": " + unreachableText(obs.unreachable)
 		}
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping, msg)
 	case obs.members == nil:
 		msg := "No member answered"
 		if obs.unreachable != nil {
-			msg += ": " + obs.unreachable.Error()
+			msg += ": " + unreachableText(obs.unreachable)
 		}
 		set(t, metav1.ConditionFalse, etcdv1alpha1.ReasonUnreachable,
 			msg+fmt.Sprintf(". Check the member pods: kubectl get pods -n %s -l %s=%s", c.Namespace, LabelCluster, c.Name))
@@ -220,6 +221,17 @@ func setAvailable(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1
 	default:
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonQuorumHealthy, health)
 	}
+}
+
+// memberAddress matches a member's IP address and port in an error's text.
+var memberAddress = regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}:\d+\b|\[[0-9A-Fa-f:.]+\]:\d+`)
+
+// unreachableText is why no member answered, without the address of the
+// member tried last: the etcd client tries the members in turn, and a
+// message that named each pass's last one would change, and be written,
+// at every pass of a cluster that stays down.
+func unreachableText(err error) string {
+	return memberAddress.ReplaceAllString(err.Error(), "<member>")
 }
 
 func setProgressing(c *etcdv1alpha1.EtcdCluster, obs observation, set setFunc) {

@@ -41,3 +41,32 @@ func TestAFailingPassIsNeverStable(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreachableMessageIsStable: a cluster that stays down reads the same
+// Available message pass after pass, whichever member the etcd client
+// tried last, so its status is not written at every pass; what went wrong
+// stays in it.
+func TestUnreachableMessageIsStable(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster("ns", "kv", nil)
+	tried := func(addr string) error {
+		return fmt.Errorf(`listing members: context deadline exceeded (the last attempt: latest balancer error: connection error: desc = "transport: Error while dialing: dial tcp %s: connect: connection refused")`, addr)
+	}
+	available := func(err error) metav1.Condition {
+		var got metav1.Condition
+		set := func(typ string, s metav1.ConditionStatus, reason, msg string) {
+			if typ == etcdv1alpha1.ConditionAvailable {
+				got = metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg}
+			}
+		}
+		setAvailable(c, observation{unreachable: err, job: jobComplete}, &etcdv1alpha1.EtcdClusterStatus{}, set)
+		return got
+	}
+	first := available(tried("10.244.0.17:2379"))
+	g.Expect(first.Reason).To(Equal(etcdv1alpha1.ReasonUnreachable))
+	g.Expect(first.Message).To(ContainSubstring("dial tcp <member>: connect: connection refused"))
+	g.Expect(available(tried("10.244.0.23:2379"))).To(Equal(first))
+	g.Expect(available(tried("[fd00:10:244::5]:2379"))).To(Equal(first))
+	g.Expect(available(errors.New("listing members: x509: certificate signed by unknown authority")).Message).
+		To(ContainSubstring("certificate signed by unknown authority"), "another cause reads otherwise")
+}

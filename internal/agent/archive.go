@@ -164,7 +164,21 @@ func (a *Archiver) State() agentapi.ArchiveState {
 func (a *Archiver) setPhase(phase, msg string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.state.Phase, a.state.Message = phase, msg
+	a.state.Phase, a.state.Message, a.state.Cause = phase, msg, ""
+}
+
+// setBroken says that the archive cannot go on, because of err.
+func (a *Archiver) setBroken(err error) {
+	cause := agentapi.ArchiveCauseRefused
+	switch {
+	case errors.Is(err, etcd.ErrCompacted):
+		cause = agentapi.ArchiveCauseCompacted
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrChecksum):
+		cause = agentapi.ArchiveCauseCorrupt
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.state.Phase, a.state.Message, a.state.Cause = agentapi.ArchiveBroken, err.Error(), cause
 }
 
 // Run archives until ctx ends, then stores what it received, and returns
@@ -187,8 +201,8 @@ func (a *Archiver) Run(ctx context.Context) error {
 		if next, err = a.open(ctx); err == nil {
 			break
 		}
-		if errors.Is(err, ErrRefused) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrInvalid) {
-			a.setPhase(agentapi.ArchiveBroken, err.Error())
+		if errors.Is(err, ErrRefused) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum) || errors.Is(err, ErrInvalid) {
+			a.setBroken(err)
 			return err
 		}
 		a.setPhase(agentapi.ArchiveStarting, fmt.Sprintf("Reading the archive; the last attempt failed: %v", err))
@@ -218,11 +232,11 @@ func (a *Archiver) Run(ctx context.Context) error {
 		case errors.Is(err, etcd.ErrCompacted):
 			// What was received is good: store it before saying so.
 			_ = a.flush(ctx)
-			msg := fmt.Sprintf("etcd compacted its history past revision %d, the next to archive: the archive cannot go on from its last segment; it needs a newer base backup (%v)", next, err)
-			a.setPhase(agentapi.ArchiveBroken, msg)
-			return fmt.Errorf("the archive at %s is broken: %w", loc, err)
+			err = fmt.Errorf("etcd compacted its history past revision %d, the next to archive: the archive cannot go on from its last segment; it needs a newer base backup: %w", next, err)
+			a.setBroken(err)
+			return err
 		case errors.Is(err, ErrRefused):
-			a.setPhase(agentapi.ArchiveBroken, err.Error())
+			a.setBroken(err)
 			return err
 		}
 		a.o.Log.Info("Archiving stopped; trying again", "next", next, "error", err.Error())

@@ -304,7 +304,7 @@ func TestArchiveRefusals(t *testing.T) {
 		err = a.Run(stepCtx(t))
 		g.Expect(err).To(MatchError(ErrRefused))
 		g.Expect(err).To(MatchError(ContainSubstring("belongs to first-uid")))
-		g.Expect(a.State().Phase).To(Equal(agentapi.ArchiveBroken))
+		g.Expect(a.State()).To(SatisfyAll(HaveField("Phase", agentapi.ArchiveBroken), HaveField("Cause", agentapi.ArchiveCauseRefused)))
 		g.Expect(readArchive(t, uri)[0].Revision.Revision).To(Equal(first+1), "the first owner's segments are untouched")
 	})
 
@@ -319,6 +319,7 @@ func TestArchiveRefusals(t *testing.T) {
 		g.Expect(err).To(MatchError(etcd.ErrCompacted))
 		s := a.State()
 		g.Expect(s.Phase).To(Equal(agentapi.ArchiveBroken))
+		g.Expect(s.Cause).To(Equal(agentapi.ArchiveCauseCompacted))
 		g.Expect(s.Message).To(ContainSubstring("newer base backup"))
 	})
 

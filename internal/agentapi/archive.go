@@ -11,6 +11,10 @@ type ArchiveState struct {
 	// Message says what the agent is doing, or why the archive broke and
 	// what brings it back.
 	Message string `json:"message,omitempty"`
+	// Cause, when Broken, is why: Compacted (a new base backup brings the
+	// archive back), Refused (another owner's archive, or another agent
+	// writes to it: a person must look) or Corrupt.
+	Cause string `json:"cause,omitempty"`
 	// Location is the archive's URI; Owner the UID it is written for.
 	Location string `json:"location"`
 	Owner    string `json:"owner"`
@@ -56,6 +60,13 @@ const (
 	ArchiveStarting  = "Starting"
 	ArchiveArchiving = "Archiving"
 	ArchiveBroken    = "Broken"
+)
+
+// The causes of a Broken archive.
+const (
+	ArchiveCauseCompacted = "Compacted"
+	ArchiveCauseRefused   = "Refused"
+	ArchiveCauseCorrupt   = "Corrupt"
 )
 
 // ArchiveStatusPath is where a `tend archive` serves its ArchiveState.

@@ -18,6 +18,9 @@ const (
 	// ConditionDeleting is set while a deleted cluster waits for its final
 	// snapshot; its message says what it waits for and how to proceed.
 	ConditionDeleting = "Deleting"
+	// ConditionContinuousArchiving is set on a cluster with spec.archive:
+	// True while its archive stores every revision within its limits.
+	ConditionContinuousArchiving = "ContinuousArchiving"
 
 	// ConditionReady, on every etcd.tend.dev kind, is always present and
 	// True only when the latest generation is reconciled and done: a
@@ -166,6 +169,27 @@ const (
 	// this cluster. Tend leaves it alone and waits until a person deletes
 	// or renames it.
 	ReasonObjectNotOurs = "ObjectNotOurs"
+
+	// Reasons of ContinuousArchiving.
+	//
+	// ReasonArchiving: every revision is stored within the segment limits.
+	ReasonArchiving = "Archiving"
+	// ReasonWaitingForBaseBackup: the archive waits for its base backup.
+	ReasonWaitingForBaseBackup = "WaitingForBaseBackup"
+	// ReasonArchiveStarting: the archive's pod is starting or reading the
+	// archive.
+	ReasonArchiveStarting = "ArchiveStarting"
+	// ReasonArchiveLagging: stored revisions trail the writes by more
+	// than twice the segment age limit.
+	ReasonArchiveLagging = "ArchiveLagging"
+	// ReasonArchivePaused: a restore or a recovery is changing the
+	// history; the archive starts again from a base taken after it.
+	ReasonArchivePaused = "ArchivePaused"
+	// ReasonArchiveBroken: the archive cannot go on from its last segment
+	// (etcd compacted past it, or the location is another cluster's);
+	// Tend starts it again from a new base when it can, the message says
+	// what to do when it cannot.
+	ReasonArchiveBroken = "ArchiveBroken"
 )
 
 // Annotations a person sets on an EtcdCluster.

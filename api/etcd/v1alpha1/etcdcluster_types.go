@@ -15,6 +15,7 @@ const DefaultVersion = "v3.6.16"
 //
 // +kubebuilder:validation:XValidation:rule="int(self.version.split('.')[1]) >= int(oldSelf.version.split('.')[1])",message="spec.version must not go back to an older minor version: etcd cannot downgrade a data directory; restore a backup into a new cluster instead"
 // +kubebuilder:validation:XValidation:rule="int(self.version.split('.')[1]) <= int(oldSelf.version.split('.')[1]) + 1",message="spec.version may move up one minor version at a time (for example v3.5.x to v3.6.y): upgrade to each minor version in turn"
+// +kubebuilder:validation:XValidation:rule="!has(self.archive) || has(self.backup)",message="spec.archive needs spec.backup: the archive's base backups go to its destination"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap is read only when the cluster is created: to restore an existing cluster, create an EtcdRestore; to start from a backup, create a new EtcdCluster"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.compaction) || !has(self.options) || !has(self.options.autoCompactionMode)",message="spec.maintenance.compaction and spec.options.autoCompactionMode both compact the history: set one (Tend's compaction needs no restart)"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || !has(self.storage) || !has(self.storage.ephemeral) || !self.storage.ephemeral",message="spec.bootstrap.restore needs persistent storage: ephemeral members would lose the restored data on their first restart"
@@ -115,6 +116,12 @@ type EtcdClusterSpec struct {
 	// <name>-final-snapshot, which stays after the cluster is gone.
 	// +optional
 	Backup *ClusterBackup `json:"backup,omitempty"`
+
+	// Archive is the continuous archive: every revision after a base
+	// backup, stored within seconds. Its base backups go to spec.backup's
+	// destination, which it needs.
+	// +optional
+	Archive *ClusterArchive `json:"archive,omitempty"`
 
 	// Bootstrap says how a new cluster's data starts: empty, or restored
 	// from a backup. It is read only when the cluster is created.
@@ -487,6 +494,9 @@ type EtcdClusterStatus struct {
 	// defragmentation round under way or the last one, a NOSPACE recovery.
 	// +optional
 	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
+	// Archive is the continuous archive's window, as its agent reports it.
+	// +optional
+	Archive *ArchiveStatus `json:"archive,omitempty"`
 	// Certificates are when the certificates in the cluster's TLS Secrets
 	// expire: the CA (Auto mode), server, peer and client. Tend renews its
 	// own at two thirds of their life; Provided ones are the user's to renew.
@@ -642,6 +652,7 @@ type RestoredFrom struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,priority=1
+// +kubebuilder:printcolumn:name="Archived",type=date,JSONPath=`.status.archive.lastTime`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="an EtcdCluster's name is at most 52 characters: its StatefulSet has its name, and the StatefulSet's pods carry <name>-<revision hash> in a label of at most 63"
 type EtcdCluster struct {

@@ -34,6 +34,10 @@ func cluster(ns string, mutate func(*etcdv1alpha1.EtcdClusterSpec)) *etcdv1alpha
 	return c
 }
 
+func s3Dest() etcdv1alpha1.BackupDestination {
+	return etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "backups", Prefix: "etcd/"}}
+}
+
 func TestDefaults(t *testing.T) {
 	g := NewWithT(t)
 	c := cluster(env.Namespace(t), nil)
@@ -44,6 +48,17 @@ func TestDefaults(t *testing.T) {
 	g.Expect(c.Spec.TLS.Mode).To(Equal(etcdv1alpha1.TLSAuto))
 	g.Expect(c.Spec.MemberReplacement.Policy).To(Equal(etcdv1alpha1.ReplacementAuto))
 	g.Expect(c.Spec.MemberReplacement.UnhealthyFor.Duration).To(Equal(5 * time.Minute))
+
+	archived := cluster(env.Namespace(t), func(s *etcdv1alpha1.EtcdClusterSpec) {
+		s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
+		s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest()}
+	})
+	g.Expect(env.Client.Create(context.Background(), archived)).To(Succeed())
+	a := archived.Spec.Archive
+	g.Expect(a.Compression).To(Equal(etcdv1alpha1.CompressionZstd))
+	g.Expect(a.Segment.MaxAge.Duration).To(Equal(10 * time.Second))
+	g.Expect(a.Segment.MaxBytes).To(Equal(int64(8 << 20)))
+	g.Expect(a.CompactionHold.Duration).To(Equal(time.Hour))
 }
 
 // The CRD's default version and DefaultVersion both follow
@@ -132,6 +147,31 @@ func TestValidationOnCreate(t *testing.T) {
 		}, wantErr: "spec.maintenance.defragmentation.fragmentationPercent in body should be less than or equal to 99"},
 		{name: "an unknown NOSPACE policy", spec: func(s *etcdv1alpha1.EtcdClusterSpec) { s.Maintenance.NoSpace = "Sometimes" },
 			wantErr: `supported values: "Auto", "Manual"`},
+		{name: "an archive", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
+			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest(), Segment: etcdv1alpha1.ArchiveSegment{MaxAge: &metav1.Duration{Duration: time.Second}}}
+		}},
+		{name: "an archive without spec.backup", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest()}
+		}, wantErr: "spec.archive needs spec.backup"},
+		{name: "an archive to an S3 key", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
+			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "backups", Key: "one"}}}
+		}, wantErr: "spec.archive.destination.s3 takes a prefix, not a key"},
+		{name: "an archive to two places", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
+			dest := s3Dest()
+			dest.Volume = &etcdv1alpha1.VolumeLocation{ClaimName: "backups"}
+			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: dest}
+		}, wantErr: "spec.archive.destination takes exactly one of s3 and volume"},
+		{name: "an archive's segments of an hour", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
+			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest(), Segment: etcdv1alpha1.ArchiveSegment{MaxAge: &metav1.Duration{Duration: time.Hour}}}
+		}, wantErr: "spec.archive.segment.maxAge is 1s to 10m"},
+		{name: "an archive's segments of 1 KiB", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
+			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest(), Segment: etcdv1alpha1.ArchiveSegment{MaxBytes: 1024}}
+		}, wantErr: "spec.archive.segment.maxBytes in body should be greater than or equal to 65536"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

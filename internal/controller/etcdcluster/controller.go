@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/manager"
 	"github.com/tend-dev/tend/internal/podspec"
@@ -34,6 +35,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create;patch;delete
@@ -68,6 +70,10 @@ type Options struct {
 	// Connect opens a client to one etcd cluster; nil is etcd.New. Tests
 	// set it to members faked at the etcd boundary; no flag does.
 	Connect func(context.Context, etcd.Config) (Members, error)
+	// ArchiveState reads a running `tend archive`'s state at a pod's IP;
+	// nil reads its /status over HTTP. Tests set it to agents faked at that
+	// boundary; no flag does.
+	ArchiveState func(ctx context.Context, podIP string) (agentapi.ArchiveState, error)
 	// MaxOperatorRolls is how many clusters Tend rolls at once when a new
 	// Tend runs their members differently (rolls caused by a cluster's own
 	// spec are not counted).
@@ -119,6 +125,7 @@ func Controller(opts *Options) manager.Controller {
 				MemberChangeInterval: opts.MemberChangeInterval,
 				Clock:                opts.Clock,
 				AgentImage:           opts.AgentImage,
+				ArchiveState:         opts.ArchiveState,
 				MaxOperatorRolls:     opts.MaxOperatorRolls,
 				Connect:              opts.Connect,
 			}

@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,8 @@ func TestEveryDerivedNameFitsAtTheLongestClusterName(t *testing.T) {
 		{"final EtcdBackup", FinalBackupName(c), names.EtcdBackup},
 		{"pre-upgrade EtcdBackup", upgradeBackupName(c), names.EtcdBackup},
 		{"kubectl tend backup's EtcdBackup", backup.Name, names.EtcdBackup},
+		{"archive Deployment (its ReplicaSets' <name>-<hash>)", archiveDeploymentName(c) + strings.Repeat("h", revisionHash), subdomain},
+		{"archive base EtcdBackup", archiveBaseName(c, math.MaxInt32), names.EtcdBackup},
 		{"final snapshot claim", finalSnapshotClaimName(c), subdomain},
 		{"pre-upgrade backups claim", upgradeBackupClaimName(c), subdomain},
 		{"CA Secret", caSecretName(c), subdomain},

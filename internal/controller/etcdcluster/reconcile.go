@@ -126,7 +126,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	}
 	d := next(w)
 	ctrl.LoggerFrom(ctx).V(1).Info("Chose the operation", "operation", d.op, "why", d.why)
-	return r.act(ctx, s, w, d)
+	if err := r.act(ctx, s, w, d); err != nil {
+		return err
+	}
+	// The archive runs beside every operation (archive.go); a paused
+	// cluster's is left as it is.
+	if s.cluster.Spec.Paused {
+		return nil
+	}
+	return r.reconcileArchive(ctx, s, w)
 }
 
 // owning are the operations that own the members while they run: the

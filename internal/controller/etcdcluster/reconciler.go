@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/fence"
 )
@@ -45,6 +46,8 @@ type Reconciler struct {
 	AgentImage string
 	// MaxOperatorRolls: see Options.
 	MaxOperatorRolls int
+	// ArchiveState: see Options.
+	ArchiveState func(ctx context.Context, podIP string) (agentapi.ArchiveState, error)
 
 	// nextLook is when each cluster's membership may next be looked at,
 	// under MemberChangeInterval. Losing it on a restart only allows one

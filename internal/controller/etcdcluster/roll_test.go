@@ -254,8 +254,12 @@ func templateImage(g Gomega, c *etcdv1alpha1.EtcdCluster) string {
 // startRollCluster creates a 3-member cluster on version, and plays its
 // members until the status shows them healthy with no roll.
 func startRollCluster(t *testing.T, g Gomega, version string, mutate func(*etcdv1alpha1.EtcdClusterSpec)) (*etcdv1alpha1.EtcdCluster, *statefulSetPlayer) {
+	return startRollClusterIn(g, env.Namespace(t), version, mutate)
+}
+
+// startRollClusterIn is startRollCluster in the namespace ns.
+func startRollClusterIn(g Gomega, ns, version string, mutate func(*etcdv1alpha1.EtcdClusterSpec)) (*etcdv1alpha1.EtcdCluster, *statefulSetPlayer) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
 	c := newCluster(ns, "roll", func(s *etcdv1alpha1.EtcdClusterSpec) {
 		s.Version = version
 		if mutate != nil {

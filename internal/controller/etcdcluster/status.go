@@ -61,6 +61,9 @@ type observation struct {
 	// growth of the member claims; nil when the pass did not look.
 	maintenance *etcdv1alpha1.MaintenanceStatus
 	volumes     *volumeStep
+	// archive is the continuous archive as the pass left it; nil when the
+	// pass did not look.
+	archive *archiveObservation
 }
 
 // calculateStatus computes c's status from what a pass observed. It starts
@@ -134,8 +137,29 @@ func calculateStatus(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time
 	setProgressing(c, obs, set)
 	setDegraded(c, obs, set)
 	setRestored(c, obs, &st, set)
+	setArchive(obs, &st, set)
 	st.Phase = phaseOf(c, st.Conditions)
 	return st
+}
+
+// setArchive reports the continuous archive: its window and the
+// ContinuousArchiving condition; both go with spec.archive.
+func setArchive(obs observation, st *etcdv1alpha1.EtcdClusterStatus, set setFunc) {
+	a := obs.archive
+	switch {
+	case a == nil:
+		// Not looked at: what was known stays.
+	case a.removed:
+		st.Archive = nil
+		apimeta.RemoveStatusCondition(&st.Conditions, etcdv1alpha1.ConditionContinuousArchiving)
+	default:
+		st.Archive = a.status
+		status := metav1.ConditionFalse
+		if a.ok {
+			status = metav1.ConditionTrue
+		}
+		set(etcdv1alpha1.ConditionContinuousArchiving, status, a.reason, a.message)
+	}
 }
 
 // setRestored reports a restore from a backup: in progress, failed, or

@@ -8,6 +8,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/manager"
 	"github.com/tend-dev/tend/internal/testenv"
@@ -26,11 +27,12 @@ var (
 	env       = testenv.New()
 	fakeClock = clocktesting.NewFakeClock(time.Now())
 	members   = &fakeMembers{clusters: map[string]*fakeCluster{}}
+	archives  = &fakeArchives{states: map[string]agentapi.ArchiveState{}}
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(env.RunWith(m, func(ctx context.Context) error {
-		return env.StartManager(ctx, "0", []manager.Controller{Controller(&Options{Workers: 2, Clock: fakeClock, Connect: needDeadline(members.connect)})})
+		return env.StartManager(ctx, "0", []manager.Controller{Controller(&Options{Workers: 2, Clock: fakeClock, Connect: needDeadline(members.connect), ArchiveState: archives.state})})
 	}))
 }
 

@@ -240,6 +240,9 @@ func archiveFloor(c *etcdv1alpha1.EtcdCluster, now time.Time) int64 {
 		return 0
 	}
 	_, _, hold := archiveSettings(a)
+	if hold <= 0 {
+		return 0
+	}
 	last, at := st.LastRevision, st.LastTime
 	if last == 0 {
 		last = st.BaseRevision

@@ -70,6 +70,8 @@ func TestArchiveFloor(t *testing.T) {
 	}
 	c := archivedCluster(etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "b"}})
 	c.Status.Archive = &etcdv1alpha1.ArchiveStatus{BaseRevision: 100}
+	c.Spec.Archive.CompactionHold = &metav1.Duration{}
+	NewWithT(t).Expect(archiveFloor(c, now)).To(BeZero(), "a hold of 0s never holds")
 	c.Spec.Archive = nil
 	NewWithT(t).Expect(archiveFloor(c, now)).To(BeZero(), "no spec.archive, no hold")
 }

@@ -8,8 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -182,7 +182,6 @@ func archiveDeployment(c *etcdv1alpha1.EtcdCluster, baseRevision int64, agentIma
 // annotationArchiveSpec holds the hash of the archive Deployment's spec as
 // Tend built it.
 const annotationArchiveSpec = "etcd.tend.dev/archive-spec"
-
 
 // archiveNeedsNewBase tells why the archive must start again from a new
 // base, or "": its agent found the history compacted past its next

@@ -46,6 +46,12 @@
 //	Check          the roll's check Job                           op_check.go
 //	None           the members match the spec
 //
+// Beside the chosen operation, a pass of a cluster with spec.archive runs
+// its continuous archive (archive.go): the base backup, the agent's
+// Deployment, the window read from the agent; it holds still while a
+// restore or recovery changes the history, and Tend's compaction keeps
+// what it has not stored (archiveFloor).
+//
 // A pending EtcdRestore that cannot start is told why (it waits, or it is
 // refused) and the choice goes on down the table; the quorum-loss guard's
 // plan is reported whatever is chosen. Every operation picks up from what
@@ -61,13 +67,14 @@
 //  1. pure decisions and the status: plan.go (membership), roll_plan.go,
 //     recovery_plan.go (the quorum-loss guard), maintenance_plan.go
 //     (compaction, defragmentation, NOSPACE), volume_plan.go, migration_plan.go, backups.go, status.go,
-//     maintenance_status.go
+//     maintenance_status.go, archive_plan.go
 //  2. the reconciler's reads and objects: reconciler.go (Reconciler,
 //     scope), owned.go, jobs.go, connect.go, volumes.go, members.go,
 //     startup.go, upgrade.go, roll_adopt.go, secrets.go, objects.go,
 //     connection.go, restore.go, restore_source.go, restore_volumes.go
 //  3. observe and choose: world.go, maintenance.go, choose.go
-//  4. the operations: op_*.go, serve.go, update.go, recover_survivor.go
+//  4. the operations: op_*.go, serve.go, update.go, recover_survivor.go,
+//     and the archive beside them: archive.go
 //  5. the pass and its wiring: reconcile.go, controller.go
 //
 // Tend deletes, restarts or takes as its own only what it made for this

@@ -62,7 +62,7 @@ func (r *Reconciler) observeMaintenance(ctx context.Context, w *world) error {
 	c := w.cluster
 	m := maintenanceWorld{
 		compaction: compactionOf(c), current: clusterRevision(w.members), defrag: defragOf(c, w.now()),
-		floor:      archiveFloor(c, w.now()),
+		floor:   archiveFloor(c, w.now()),
 		request: c.Annotations[etcdv1alpha1.AnnotationDefragment], alarm: noSpaceRaised(w.members),
 	}
 	if st := c.Status.Maintenance; st != nil {

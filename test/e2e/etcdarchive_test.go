@@ -1,0 +1,243 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
+	"github.com/tend-dev/tend/internal/agent"
+	"github.com/tend-dev/tend/internal/testing/etcdserver"
+	"github.com/tend-dev/tend/internal/testing/loopback"
+)
+
+// TestEtcdArchive runs the continuous archive on the local cluster, to
+// moto: a base backup, the agent's pod, every write stored; the pod killed
+// while writes go on, and nothing lost; and the archive, replayed from
+// this host onto its base, holds exactly what the cluster held at the
+// revision reached.
+func TestEtcdArchive(t *testing.T) {
+	t.Parallel()
+	ns := cluster.Namespace(t)
+	dest := cluster.S3Destination(t, ns, "etcd/")
+	archiveDest := *dest
+	archiveDest.Prefix = "archive/"
+	e := &etcdTest{EtcdCluster: &etcdv1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kv"},
+		Spec: etcdv1alpha1.EtcdClusterSpec{
+			Replicas: ptr.To[int32](1), Version: cluster.Settings.EtcdVersion,
+			Backup: &etcdv1alpha1.ClusterBackup{Destination: etcdv1alpha1.BackupDestination{S3: dest}},
+			Archive: &etcdv1alpha1.ClusterArchive{
+				Destination: etcdv1alpha1.BackupDestination{S3: &archiveDest},
+				Segment:     etcdv1alpha1.ArchiveSegment{MaxAge: &metav1.Duration{Duration: 2 * time.Second}},
+			},
+		},
+	}}
+	mustCreate(t, e.EtcdCluster)
+	e.waitReady(t, 1)
+	got := waitArchiving(t, e, 5*time.Minute)
+	base := got.Status.Archive.BaseRevision
+
+	cli := cluster.EtcdClient(t, e.clientTLS(t), e.hosts(t), e.serviceEndpoint())
+	write := func(prefix string, n int) int64 {
+		var rev int64
+		for i := range n {
+			ctx, cancel := context.WithTimeout(t.Context(), etcdCallTimeout)
+			resp, err := cli.Put(ctx, fmt.Sprintf("%s%03d", prefix, i), strings.Repeat("v", i))
+			cancel()
+			if err != nil {
+				t.Fatalf("writing: %v", err)
+			}
+			rev = resp.Header.Revision
+		}
+		return rev
+	}
+	first := write("data/a-", 30)
+	waitArchived(t, e, first)
+
+	// The agent's pod killed while writes go on: the next pod goes on
+	// after the last stored segment.
+	var pods corev1.PodList
+	if err := cluster.Client.List(t.Context(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "etcd-archive"}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the archive's pods: %v, %v", pods.Items, err)
+	}
+	write("data/b-", 10)
+	if err := cluster.Client.Delete(t.Context(), &pods.Items[0], client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	last := write("data/c-", 30)
+	got = waitArchived(t, e, last)
+	if gaps := got.Status.Archive.Gaps; len(gaps) != 0 {
+		t.Errorf("the archive reports gaps %+v after its pod was killed", gaps)
+	}
+	if got.Status.Archive.FirstRevision != base+1 {
+		t.Errorf("the archive starts at %d, want the base's revision %d plus one", got.Status.Archive.FirstRevision, base)
+	}
+	segments, err := cluster.MotoS3().ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{
+		Bucket: &dest.Bucket, Prefix: ptr.To(fmt.Sprintf("archive/%s/kv/archive-%s/segments/", ns, got.UID)),
+	})
+	if err != nil || len(segments.Contents) == 0 {
+		t.Fatalf("no segments in moto (%v)", err)
+	}
+
+	// Replayed from this host onto the base: every key as the cluster had
+	// it at the revision reached.
+	reached := replayArchive(t, got, dest)
+	if reached.rev < last {
+		t.Fatalf("the replay reached revision %d, before the last write %d", reached.rev, last)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), etcdCallTimeout)
+	defer cancel()
+	want, err := cli.Get(ctx, "data/", clientv3.WithPrefix(), clientv3.WithRev(reached.rev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Kvs) != 70 {
+		t.Fatalf("the cluster holds %d keys under data/ at %d, want 70", len(want.Kvs), reached.rev)
+	}
+	for _, kv := range want.Kvs {
+		if v, ok := reached.kvs[string(kv.Key)]; !ok || v.value != string(kv.Value) || v.mod != kv.ModRevision {
+			t.Errorf("the replayed store has %s = %+v, the cluster %q at revision %d", kv.Key, v, kv.Value, kv.ModRevision)
+		}
+	}
+	if len(reached.kvs) != len(want.Kvs) {
+		t.Errorf("the replayed store holds %d keys under data/, the cluster %d", len(reached.kvs), len(want.Kvs))
+	}
+
+	// Without spec.archive, the Deployment goes and the segments stay.
+	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Archive = nil })
+	cluster.WaitFor(t, 2*time.Minute, "the archive removed", func(ctx context.Context) (bool, error) {
+		got, err := e.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		if got.Status.Archive != nil {
+			return false, fmt.Errorf("status.archive is still %+v", got.Status.Archive)
+		}
+		var pods corev1.PodList
+		if err := cluster.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "etcd-archive"}); err != nil {
+			return false, err
+		}
+		if len(pods.Items) > 0 {
+			return false, fmt.Errorf("the archive's pod %s is still there", pods.Items[0].Name)
+		}
+		return true, nil
+	})
+}
+
+// waitArchiving waits until the cluster's archive is Archiving.
+func waitArchiving(t *testing.T, e *etcdTest, timeout time.Duration) *etcdv1alpha1.EtcdCluster {
+	t.Helper()
+	var got *etcdv1alpha1.EtcdCluster
+	cluster.WaitFor(t, timeout, "the archive Archiving", func(ctx context.Context) (bool, error) {
+		var err error
+		if got, err = e.get(ctx); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionContinuousArchiving)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return false, fmt.Errorf("ContinuousArchiving is %+v", c)
+		}
+		return true, nil
+	})
+	return got
+}
+
+// waitArchived waits until status.archive shows rev stored.
+func waitArchived(t *testing.T, e *etcdTest, rev int64) *etcdv1alpha1.EtcdCluster {
+	t.Helper()
+	var got *etcdv1alpha1.EtcdCluster
+	cluster.WaitFor(t, 3*time.Minute, fmt.Sprintf("revision %d archived", rev), func(ctx context.Context) (bool, error) {
+		var err error
+		if got, err = e.get(ctx); err != nil {
+			return false, err
+		}
+		if a := got.Status.Archive; a == nil || a.LastRevision < rev {
+			return false, fmt.Errorf("status.archive is %+v, want revision %d stored", a, rev)
+		}
+		return true, nil
+	})
+	return got
+}
+
+// replayed is what a replay reached, and the keys under data/ it holds.
+type replayed struct {
+	rev int64
+	kvs map[string]replayedKey
+}
+
+// replayedKey is a key's value and its last change.
+type replayedKey struct {
+	value string
+	mod   int64
+}
+
+// replayArchive fetches the cluster's base backup from moto, restores it
+// into an etcd on this host, replays the archive onto it to its end, and
+// reads back what it holds.
+func replayArchive(t *testing.T, c *etcdv1alpha1.EtcdCluster, dest *etcdv1alpha1.S3Location) replayed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	b := &etcdv1alpha1.EtcdBackup{}
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Status.Archive.BaseBackup}, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	s3o := agent.S3Options{Endpoint: dest.Endpoint, Region: dest.Region, ForcePathStyle: true}
+	dir := t.TempDir()
+	snapshot := filepath.Join(dir, "base.db")
+	if _, err := agent.Fetch(ctx, agent.FetchOptions{
+		From: b.Status.Artifact.URI, S3: s3o, Compression: agent.Compression(b.Status.Artifact.Compression), SHA256: b.Status.Artifact.SHA256, Out: snapshot,
+	}); err != nil {
+		t.Fatalf("fetching the base backup: %v", err)
+	}
+	bin, err := etcdserver.FindBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+	data := filepath.Join(dir, "data")
+	if out, err := exec.CommandContext(ctx, bin.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+data, "--name=replay",
+		"--initial-cluster=replay="+peerURL, "--initial-advertise-peer-urls="+peerURL).CombinedOutput(); err != nil {
+		t.Fatalf("etcdutl snapshot restore: %v\n%s", err, out)
+	}
+	etcdserver.StartOnDataDir(t, bin.Etcd, data, "replay", clientURL, peerURL, "--max-txn-ops=100000")
+	r, err := agent.Replay(ctx, agent.ReplayOptions{
+		From: c.Status.Archive.Location, S3: s3o, Owner: string(c.UID), Local: clientURL,
+	})
+	if err != nil {
+		t.Fatalf("replaying the archive: %v", err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "data/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := replayed{rev: r.Replayed.Reached, kvs: map[string]replayedKey{}}
+	for _, kv := range resp.Kvs {
+		out.kvs[string(kv.Key)] = replayedKey{string(kv.Value), kv.ModRevision}
+	}
+	return out
+}

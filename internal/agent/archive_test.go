@@ -420,11 +420,14 @@ func TestArchiveHoldsABoundedBacklogWhileTheStoreIsDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		g.Expect(<-done).To(Succeed())
+	}()
 	g.Eventually(func() string { return a.State().Phase }).Should(Equal(agentapi.ArchiveArchiving))
 
 	f.set(true)
-	last := live.put(t, "b-", 200, 100) // about 30 KiB of changes
+	live.put(t, "b-", 200, 100) // about 30 KiB of changes
 	g.Eventually(func() float64 { return a.State().LagSeconds }).WithTimeout(30 * time.Second).Should(BeNumerically(">", 1))
 	pending := func() (int, int64) {
 		a.mu.Lock()
@@ -434,7 +437,7 @@ func TestArchiveHoldsABoundedBacklogWhileTheStoreIsDown(t *testing.T) {
 	g.Eventually(func() int { held, _ := pending(); return held }).WithTimeout(30*time.Second).
 		Should(BeNumerically(">=", maxBacklog*1024), "it fills its backlog, a segment at each attempt to store")
 	held, received := pending()
-	last = live.put(t, "c-", 50, 100)
+	last := live.put(t, "c-", 50, 100)
 	time.Sleep(3 * archiveRetry)
 	nowHeld, nowReceived := pending()
 	g.Expect([]int64{int64(nowHeld), nowReceived}).To(Equal([]int64{int64(held), received}), "and then read no more")

@@ -213,6 +213,7 @@ func EtcdClusterStatus(c *etcdv1alpha1.EtcdCluster, pods []corev1.Pod, backups [
 		st.Recovery = nil
 	}
 	st.Facts = append(st.Facts, maintenanceFacts(c.Status.Maintenance)...)
+	st.Facts = append(st.Facts, archiveFacts(c.Status.Archive)...)
 	for _, cert := range c.Status.Certificates {
 		st.Certificates = append(st.Certificates, CertificateStatus(cert))
 	}
@@ -266,6 +267,30 @@ func maintenanceFacts(m *etcdv1alpha1.MaintenanceStatus) []Fact {
 			what += ": " + v.Message
 		}
 		facts = append(facts, Fact{"Volume migration", what})
+	}
+	return facts
+}
+
+// archiveFacts say what the continuous archive holds: its window, how far
+// behind it is, where it is, and the revisions it lacks.
+func archiveFacts(a *etcdv1alpha1.ArchiveStatus) []Fact {
+	if a == nil {
+		return nil
+	}
+	window := "nothing stored yet"
+	if a.LastRevision > 0 && a.FirstTime != nil && a.LastTime != nil {
+		window = fmt.Sprintf("revisions %d (%s) to %d (%s), %d segments", a.FirstRevision, a.FirstTime.UTC().Format(time.RFC3339),
+			a.LastRevision, a.LastTime.UTC().Format(time.RFC3339), a.Segments)
+	}
+	if a.BaseBackup != "" {
+		window += fmt.Sprintf("; base %s", a.BaseBackup)
+		if a.BaseRevision > 0 {
+			window += fmt.Sprintf(" at revision %d", a.BaseRevision)
+		}
+	}
+	facts := []Fact{{"Archive", window}, {"Archive lag", fmt.Sprintf("%ds", a.LagSeconds)}, {"Archive location", a.Location}}
+	for _, g := range a.Gaps {
+		facts = append(facts, Fact{"Archive gap", fmt.Sprintf("revisions %d to %d: %s", g.From, g.To, g.Reason)})
 	}
 	return facts
 }

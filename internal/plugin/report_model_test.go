@@ -188,3 +188,22 @@ func TestMaintenanceFacts(t *testing.T) {
 		Size: ptr.To(resource.MustParse("2Gi")), Phase: etcdv1alpha1.MigrationCompleted, Message: "Every member stands on a volume claim of 2Gi"}})
 	g.Expect(done).To(Equal([]Fact{{"Volume migration", "Completed to 2Gi"}}))
 }
+
+func TestArchiveFacts(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(archiveFacts(nil)).To(BeEmpty())
+	at := metav1.NewTime(time.Date(2026, 11, 28, 14, 3, 0, 0, time.UTC))
+	later := metav1.NewTime(at.Add(time.Hour))
+	facts := archiveFacts(&etcdv1alpha1.ArchiveStatus{
+		Location: "s3://b/archive/db/kv/archive-uid", BaseBackup: "kv-archive-base-1", BaseRevision: 100,
+		FirstRevision: 101, FirstTime: &at, LastRevision: 900, LastTime: &later, LagSeconds: 4, Segments: 12,
+		Gaps: []etcdv1alpha1.ArchiveGap{{From: 50, To: 99, Reason: "started again"}},
+	})
+	g.Expect(facts).To(Equal([]Fact{
+		{"Archive", "revisions 101 (2026-11-28T14:03:00Z) to 900 (2026-11-28T15:03:00Z), 12 segments; base kv-archive-base-1 at revision 100"},
+		{"Archive lag", "4s"},
+		{"Archive location", "s3://b/archive/db/kv/archive-uid"},
+		{"Archive gap", "revisions 50 to 99: started again"},
+	}))
+	g.Expect(archiveFacts(&etcdv1alpha1.ArchiveStatus{BaseBackup: "kv-archive-base-0"})[0].Value).To(Equal("nothing stored yet; base kv-archive-base-0"))
+}

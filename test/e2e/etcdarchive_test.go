@@ -198,8 +198,6 @@ func replayArchive(t *testing.T, c *etcdv1alpha1.EtcdCluster, dest *etcdv1alpha1
 	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Status.Archive.BaseBackup}, b); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	s3o := agent.S3Options{Endpoint: dest.Endpoint, Region: dest.Region, ForcePathStyle: true}
 	dir := t.TempDir()
 	snapshot := filepath.Join(dir, "base.db")

@@ -45,6 +45,11 @@ const requeueArchive = 30 * time.Second
 // changes the history.
 func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) error {
 	c := s.cluster
+	if c.Spec.Archive == nil && c.Status.Archive == nil {
+		// Never archived, or removed already: nothing to read (a pass of an
+		// idle cluster makes no request for the archive).
+		return nil
+	}
 	dep := &appsv1.Deployment{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: archiveDeploymentName(c)}, dep)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -54,11 +59,15 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		dep = nil
 	}
 	if c.Spec.Archive == nil {
-		s.obs.archive = &archiveObservation{removed: true}
+		// status.archive goes once the Deployment is gone: a pass that
+		// failed to delete it comes back for it.
 		if dep != nil && metav1.IsControlledBy(dep, c) {
+			if err := r.deleteExactly(ctx, "Deployment", dep); err != nil {
+				return err
+			}
 			r.event(c, corev1.EventTypeNormal, "ArchiveRemoved", "Delete", "Deleted Deployment %s: spec.archive is gone; the archive's segments stay where they are", dep.Name)
-			return r.deleteExactly(ctx, "Deployment", dep)
 		}
+		s.obs.archive = &archiveObservation{removed: true}
 		return nil
 	}
 	prev := c.Status.Archive

@@ -56,7 +56,9 @@ type EtcdBackupScheduleSpec struct {
 	// refuse.
 	Schedule CronSchedule `json:"schedule"`
 	// TimeZone of the schedule, an IANA name such as Europe/Berlin; UTC by
-	// default. The retention buckets use it too.
+	// default. The retention buckets use it too. The longest IANA name has
+	// 32 characters.
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	TimeZone *string `json:"timeZone,omitempty"`
 	// StartingDeadlineSeconds: a run missed (the manager was down) by more

@@ -166,7 +166,9 @@ func TestScheduleValidation(t *testing.T) {
 		{name: "a backward range of names", mutate: line("0 3 * * FRI-MON"), wantErr: order},
 		{name: "a backward range of months", mutate: line("0 3 * DEC-JAN *"), wantErr: order},
 		{name: "a range from a number to a name", mutate: line("0 3 * * 1-FRI"), wantErr: order},
-		{name: "the longest IANA time zone", mutate: func(sc *etcdv1alpha1.EtcdBackupSchedule) { sc.Spec.TimeZone = ptr.To("America/Argentina/ComodRivadavia") }},
+		{name: "the longest IANA time zone", mutate: func(sc *etcdv1alpha1.EtcdBackupSchedule) {
+			sc.Spec.TimeZone = ptr.To("America/Argentina/ComodRivadavia")
+		}},
 		{name: "a time zone no IANA name is as long as", mutate: func(sc *etcdv1alpha1.EtcdBackupSchedule) { sc.Spec.TimeZone = ptr.To(strings.Repeat("b", 65)) },
 			wantErr: "spec.timeZone: Too long"},
 		{name: "a schedule's name of 45 characters", mutate: func(sc *etcdv1alpha1.EtcdBackupSchedule) { sc.GenerateName, sc.Name = "", strings.Repeat("s", 45) }},

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agentapi"
@@ -127,11 +126,8 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 
 	want := archiveDeployment(c, rev, r.AgentImage, true)
 	if dep == nil {
-		if err := controllerutil.SetControllerReference(c, want, r.Scheme()); err != nil {
+		if err := r.createOwned(ctx, c, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
-		}
-		if err := r.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating Deployment %s: %w", want.Name, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "ArchiveStarted", "Archive", "Created Deployment %s: archiving every revision after %s's revision %d to %s", want.Name, base.Name, rev, loc)
 		o.reason, o.message = etcdv1alpha1.ReasonArchiveStarting, "The archive's pod is starting"
@@ -213,14 +209,11 @@ func (r *Reconciler) takeArchiveBase(ctx context.Context, s *scope, w *world, o 
 		return nil
 	}
 	b := archiveBaseBackup(c, epoch)
-	if err := controllerutil.SetControllerReference(c, b, r.Scheme()); err != nil {
-		return err
-	}
-	err := r.Create(ctx, b)
+	err := r.createOwned(ctx, c, b)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 	case err != nil:
-		return fmt.Errorf("creating EtcdBackup %s: %w", b.Name, err)
+		return err
 	default:
 		r.event(c, corev1.EventTypeNormal, "ArchiveBaseBackup", "Backup", "Created EtcdBackup %s: the archive's base", b.Name)
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -400,11 +401,12 @@ func listSegments(ctx context.Context, f folder) ([]string, error) {
 // readHeader reads the header of the segment name, and refuses one that
 // another owner wrote.
 func readHeader(ctx context.Context, f folder, name, owner string) (segmentHeader, error) {
-	raw, err := f.get(ctx, name)
+	// The header alone: a segment may hold hundreds of MiB.
+	raw, err := f.head(ctx, name, segmentHeaderBytes)
 	if err != nil {
 		return segmentHeader{}, err
 	}
-	h, err := readSegmentHeader(strings.NewReader(string(raw)))
+	h, err := readSegmentHeader(bytes.NewReader(raw))
 	if err != nil {
 		return h, fmt.Errorf("%s/%s: %w", f, name, err)
 	}

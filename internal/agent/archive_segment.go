@@ -32,8 +32,12 @@ import (
 // segmentMagic opens every segment.
 const segmentMagic = "TENDSEG1"
 
-// maxSegmentHeader bounds the header that a reader accepts.
-const maxSegmentHeader = 1 << 16
+// maxSegmentHeader bounds the header that a reader accepts, and
+// segmentHeaderBytes is the most a segment's magic, length and header take.
+const (
+	maxSegmentHeader   = 1 << 16
+	segmentHeaderBytes = int64(len(segmentMagic)) + 4 + maxSegmentHeader
+)
 
 // The kinds of a change in a payload.
 const (

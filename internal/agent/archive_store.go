@@ -29,6 +29,9 @@ type folder interface {
 	putNew(ctx context.Context, name string, data []byte, owner string) error
 	// get reads name; ErrNotFound when it is not there.
 	get(ctx context.Context, name string) ([]byte, error)
+	// head reads at most the first n bytes of name; ErrNotFound when it
+	// is not there.
+	head(ctx context.Context, name string, n int64) ([]byte, error)
 	// list returns the names under dir, sorted.
 	list(ctx context.Context, dir string) ([]string, error)
 	// remove deletes name; nothing there is done already.
@@ -88,7 +91,16 @@ func (f s3Folder) putNew(ctx context.Context, name string, data []byte, owner st
 }
 
 func (f s3Folder) get(ctx context.Context, name string) ([]byte, error) {
-	out, err := f.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &f.loc.Bucket, Key: awssdk.String(f.key(name))})
+	return f.read(ctx, name, nil)
+}
+
+func (f s3Folder) head(ctx context.Context, name string, n int64) ([]byte, error) {
+	return f.read(ctx, name, awssdk.String(fmt.Sprintf("bytes=0-%d", n-1)))
+}
+
+// read reads name, or the range of it that rng names.
+func (f s3Folder) read(ctx context.Context, name string, rng *string) ([]byte, error) {
+	out, err := f.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &f.loc.Bucket, Key: awssdk.String(f.key(name)), Range: rng})
 	if aws.Classify(err) == aws.NotFound {
 		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, f.loc, name)
 	}
@@ -183,6 +195,18 @@ func (f dirFolder) remove(_ context.Context, name string) error {
 		return err
 	}
 	return syncDir(filepath.Dir(p))
+}
+
+func (f dirFolder) head(_ context.Context, name string, n int64) ([]byte, error) {
+	file, err := os.Open(filepath.Join(f.dir, filepath.FromSlash(name)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, path.Join(f.dir, name))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	return io.ReadAll(io.LimitReader(file, n))
 }
 
 func (f dirFolder) list(_ context.Context, dir string) ([]string, error) {

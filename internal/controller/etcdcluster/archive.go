@@ -155,7 +155,7 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 	o.status = archiveStatusOf(prev, loc, base.Name, rev, epoch, &state)
 	maxAge, _, _ := archiveSettings(c.Spec.Archive)
 	switch {
-	case state.Phase == agentapi.ArchiveBroken && state.Cause == agentapi.ArchiveCauseCompacted:
+	case archiveNeedsNewBase(nil, &state, nil) != "":
 		o.status.Epoch++
 		o.reason = etcdv1alpha1.ReasonArchiveBroken
 		o.message = state.Message + "; Tend takes a new base backup, " + archiveBaseName(c, epoch+1) + ", and the archive starts again from it"

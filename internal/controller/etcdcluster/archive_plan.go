@@ -186,6 +186,8 @@ const annotationArchiveSpec = "etcd.tend.dev/archive-spec"
 // archiveNeedsNewBase tells why the archive must start again from a new
 // base, or "": its agent found the history compacted past its next
 // revision, or a restore or recovery completed after the base was taken.
+// It is the one place that decides it, from what the pass knows: the base
+// before the agent is read, the agent's state after.
 func archiveNeedsNewBase(base *etcdv1alpha1.EtcdBackup, state *agentapi.ArchiveState, recovery *etcdv1alpha1.RecoveryStatus) string {
 	if state != nil && state.Phase == agentapi.ArchiveBroken && state.Cause == agentapi.ArchiveCauseCompacted {
 		return "etcd compacted its history past the archive's next revision"

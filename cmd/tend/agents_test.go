@@ -8,7 +8,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -90,20 +89,6 @@ func liveFiles(t *testing.T) (cluster *etcdserver.Cluster, connectionDir, client
 	return cluster, connectionDir, clientTLSDir
 }
 
-// startRestored restores snapshot into dataDir with etcdutl, as a Job's
-// restore container does, starts etcd on it as the sidecar, a one-member
-// cluster named name with extra flags, and returns its client URL.
-func startRestored(t *testing.T, bin etcdserver.Binaries, snapshot, dataDir, name string, extra ...string) string {
-	t.Helper()
-	clientURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
-	out, err := exec.Command(bin.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+dataDir, "--name="+name,
-		"--initial-cluster="+name+"="+peerURL, "--initial-advertise-peer-urls="+peerURL).CombinedOutput()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "%s", out)
-	etcdserver.StartOnDataDir(t, bin.Etcd, dataDir, name, clientURL, peerURL, extra...)
-	return clientURL
-}
-
 // TestAgentsVerifyPod runs the steps of a verifying backup Job's pod, with
 // the arguments the etcdbackup controller gives them, against a cluster
 // with auth on and moto: backup, fetch --from-result, etcdutl restore, the
@@ -157,7 +142,7 @@ func TestAgentsVerifyPod(t *testing.T) {
 	g.Expect(fetch.code).To(Equal(agentapi.ExitOK), fetch.output)
 	g.Expect(fetch.result.Artifact).To(Equal(backup.result.Artifact))
 
-	clientURL := startRestored(t, cluster.Bin, snapshot, filepath.Join(scratch, "data"), "verify", "--quota-backend-bytes=8589934592")
+	clientURL := etcdserver.StartRestored(t, cluster.Bin, snapshot, filepath.Join(scratch, "data"), "verify", "--quota-backend-bytes=8589934592")
 
 	verifyArgs := append(append([]string{"verify", "--local-endpoint=" + clientURL}, clusterArgs...), "--backup-result="+resultFile)
 	noPassword := runStep(t, "verify", verifyArgs...)

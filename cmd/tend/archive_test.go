@@ -17,6 +17,7 @@ import (
 	"github.com/tend-dev/tend/internal/agent"
 	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
+	"github.com/tend-dev/tend/internal/testing/etcdserver"
 	"github.com/tend-dev/tend/internal/testing/loopback"
 )
 
@@ -123,7 +124,7 @@ func TestAgentsArchiveKilledMidSegment(t *testing.T) {
 	snapshot := filepath.Join(scratch, "snapshot.db")
 	fetch := runStep(t, "fetch", "fetch", "--from="+backupURI, "--compression=None", "--out="+snapshot)
 	g.Expect(fetch.code).To(Equal(agentapi.ExitOK), fetch.output)
-	clientURL := startRestored(t, cluster.Bin, snapshot, filepath.Join(scratch, "data"), "replay", "--max-txn-ops=100000")
+	clientURL := etcdserver.StartRestored(t, cluster.Bin, snapshot, filepath.Join(scratch, "data"), "replay", "--max-txn-ops=100000")
 
 	replay := runStep(t, "replay", append(append([]string{"replay", "--from=" + archiveURI, "--owner=cluster-uid", "--local-endpoint=" + clientURL}, clusterArgs...), "--verify")...)
 	g.Expect(replay.code).To(Equal(agentapi.ExitOK), replay.output)

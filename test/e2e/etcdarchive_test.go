@@ -5,9 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +21,6 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agent"
 	"github.com/tend-dev/tend/internal/testing/etcdserver"
-	"github.com/tend-dev/tend/internal/testing/loopback"
 )
 
 // TestEtcdArchive runs the continuous archive on the local cluster, to
@@ -210,14 +207,7 @@ func replayArchive(t *testing.T, c *etcdv1alpha1.EtcdCluster, dest *etcdv1alpha1
 	if err != nil {
 		t.Fatal(err)
 	}
-	clientURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
-	data := filepath.Join(dir, "data")
-	if out, err := exec.CommandContext(ctx, bin.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+data, "--name=replay",
-		"--initial-cluster=replay="+peerURL, "--initial-advertise-peer-urls="+peerURL).CombinedOutput(); err != nil {
-		t.Fatalf("etcdutl snapshot restore: %v\n%s", err, out)
-	}
-	etcdserver.StartOnDataDir(t, bin.Etcd, data, "replay", clientURL, peerURL, "--max-txn-ops=100000")
+	clientURL := etcdserver.StartRestored(t, bin, snapshot, filepath.Join(dir, "data"), "replay", "--max-txn-ops=100000")
 	r, err := agent.Replay(ctx, agent.ReplayOptions{
 		From: c.Status.Archive.Location, S3: s3o, Owner: string(c.UID), Local: clientURL,
 	})

@@ -1,6 +1,7 @@
 package etcdserver
 
 import (
+	"os/exec"
 	"strconv"
 	"testing"
 
@@ -33,4 +34,21 @@ func StartOnDataDir(t testing.TB, bin, dataDir, name, clientURL, peerURL string,
 			t.Logf("the etcd on %s:\n%s", dataDir, log.String())
 		}
 	})
+}
+
+// StartRestored restores snapshot into dataDir with bin's etcdutl, as a
+// Job's restore container does, starts etcd on it with StartOnDataDir (a
+// one-member cluster named name, extra flags after Tend's) on free
+// loopback ports, and returns its client URL. It does not wait either.
+func StartRestored(t testing.TB, bin Binaries, snapshot, dataDir, name string, extra ...string) string {
+	t.Helper()
+	clientURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(loopback.TestPort(t))
+	out, err := exec.Command(bin.Etcdutl, "snapshot", "restore", snapshot, "--data-dir="+dataDir, "--name="+name,
+		"--initial-cluster="+name+"="+peerURL, "--initial-advertise-peer-urls="+peerURL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("etcdutl snapshot restore %s: %v\n%s", snapshot, err, out)
+	}
+	StartOnDataDir(t, bin.Etcd, dataDir, name, clientURL, peerURL, extra...)
+	return clientURL
 }

@@ -343,44 +343,50 @@ func claimArchive(ctx context.Context, f folder, owner string, now time.Time) er
 	if err != nil {
 		return err
 	}
-	return checkManifest(f, raw, owner)
+	_, err = checkManifest(f, raw, owner)
+	return err
 }
 
-// checkManifest refuses an archive whose manifest is not owner's.
-func checkManifest(f folder, raw []byte, owner string) error {
+// checkManifest refuses an archive whose manifest is not owner's, and
+// tells the owner it names. An empty owner takes any: a reader that was
+// given the archive's location alone (a new cluster restored from a
+// deleted one's archive) holds every segment to the manifest's owner.
+func checkManifest(f folder, raw []byte, owner string) (string, error) {
 	var m archiveManifestDoc
 	if err := json.Unmarshal(raw, &m); err != nil || m.Owner == "" {
-		return fmt.Errorf("%w: %s/%s does not name the archive's owner; leaving the archive alone", ErrRefused, f, archiveManifest)
+		return "", fmt.Errorf("%w: %s/%s does not name the archive's owner; leaving the archive alone", ErrRefused, f, archiveManifest)
 	}
-	if m.Owner != owner {
-		return fmt.Errorf("%w: the archive at %s belongs to %s, not to %s (another cluster's archive, or an older cluster's of the same name); give this cluster a location of its own", ErrRefused, f, m.Owner, owner)
+	if owner != "" && m.Owner != owner {
+		return "", fmt.Errorf("%w: the archive at %s belongs to %s, not to %s (another cluster's archive, or an older cluster's of the same name); give this cluster a location of its own", ErrRefused, f, m.Owner, owner)
 	}
-	return nil
+	return m.Owner, nil
 }
 
 // openArchive opens the archive at uri for a reader (a replay, a prune):
-// it refuses one that is not owner's, and lists its segments.
-func openArchive(ctx context.Context, uri string, o S3Options, owner string) (folder, []string, error) {
+// it refuses one that is not owner's (any, when owner is empty), and
+// lists its segments. It tells the owner the manifest names.
+func openArchive(ctx context.Context, uri string, o S3Options, owner string) (folder, string, []string, error) {
 	loc, err := ParseURI(uri)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	f, err := openFolder(ctx, loc, o)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	raw, err := withTimeout(ctx, func(ctx context.Context) ([]byte, error) { return f.get(ctx, archiveManifest) })
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the archive's owner: %w", err)
+		return nil, "", nil, fmt.Errorf("reading the archive's owner: %w", err)
 	}
-	if err := checkManifest(f, raw, owner); err != nil {
-		return nil, nil, err
+	owner, err = checkManifest(f, raw, owner)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	names, err := withTimeout(ctx, func(ctx context.Context) ([]string, error) { return listSegments(ctx, f) })
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	return f, names, nil
+	return f, owner, names, nil
 }
 
 // listSegments lists the segments' names, in revision order.

@@ -38,7 +38,10 @@ func Prune(ctx context.Context, o PruneOptions) (agentapi.Result, error) {
 	if o.Before <= 0 {
 		return r, fmt.Errorf("%w: the oldest kept base backup's revision must be positive", ErrInvalid)
 	}
-	f, names, err := openArchive(ctx, o.Archive, o.S3, o.Owner)
+	if o.Owner == "" {
+		return r, fmt.Errorf("%w: a prune deletes segments, and must name the archive's owner", ErrInvalid)
+	}
+	f, _, names, err := openArchive(ctx, o.Archive, o.S3, o.Owner)
 	if err != nil {
 		return r, err
 	}

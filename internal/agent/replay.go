@@ -49,7 +49,8 @@ type ReplayOptions struct {
 	// From is the archive's location: s3://bucket/prefix or file:///dir.
 	From string
 	S3   S3Options
-	// Owner is the UID the archive must belong to.
+	// Owner is the UID the archive must belong to; empty takes the owner
+	// that the archive's manifest names, and holds every segment to it.
 	Owner string
 	// Local is the client URL of an etcd that runs on the restored base
 	// backup, such as http://127.0.0.1:2379, and that nothing else writes
@@ -86,10 +87,11 @@ func Replay(ctx context.Context, o ReplayOptions) (agentapi.Result, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return r, fmt.Errorf("%w: the replay has no deadline", ErrInvalid)
 	}
-	f, names, err := openArchive(ctx, o.From, o.S3, o.Owner)
+	f, owner, names, err := openArchive(ctx, o.From, o.S3, o.Owner)
 	if err != nil {
 		return r, err
 	}
+	o.Owner = owner
 	local, base, err := waitLocal(ctx, VerifyOptions{Local: o.Local, RootPassword: o.RootPassword, Clock: clock.RealClock{}, Log: o.Log})
 	if err != nil {
 		return r, err

@@ -29,6 +29,8 @@ const (
 	ScratchDir = "/scratch"
 	// BackupDir is where a backup volume is mounted.
 	BackupDir = "/backup"
+	// ArchiveDir is where a continuous archive's volume is mounted.
+	ArchiveDir = "/archive"
 )
 
 // Keys of a cluster's connection ConfigMap, <cluster>-connection.
@@ -74,6 +76,9 @@ type Location struct {
 // backupVolume is the name of the backup volume in a pod.
 const backupVolume = "backup"
 
+// archiveVolume is the name of a continuous archive's volume in a pod.
+const archiveVolume = "archive"
+
 // S3 is the object key in bucket loc.
 func S3(loc *etcdv1alpha1.S3Location, key string) Location {
 	uri := "s3://" + loc.Bucket + "/" + key
@@ -101,14 +106,27 @@ func S3(loc *etcdv1alpha1.S3Location, key string) Location {
 // Volume is the file at rel (relative to the volume's root) on the claim
 // of loc. readOnly mounts it so, for the steps that only read.
 func Volume(loc *etcdv1alpha1.VolumeLocation, rel string, readOnly bool) Location {
+	return volumeAt(loc, rel, readOnly, backupVolume, BackupDir)
+}
+
+// ArchiveVolume is the folder at rel on the claim of loc, for a
+// continuous archive: mounted apart from a backup's (at ArchiveDir), so
+// that a restore's pod can read both.
+func ArchiveVolume(loc *etcdv1alpha1.VolumeLocation, rel string, readOnly bool) Location {
+	return volumeAt(loc, rel, readOnly, archiveVolume, ArchiveDir)
+}
+
+// volumeAt is the path rel on the claim of loc, in the pod volume name
+// mounted at dir.
+func volumeAt(loc *etcdv1alpha1.VolumeLocation, rel string, readOnly bool, name, dir string) Location {
 	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
 	return Location{
 		URI:      "pvc://" + loc.ClaimName + "/" + rel,
-		AgentURI: "file://" + path.Join(BackupDir, rel),
-		Volumes: []corev1.Volume{{Name: backupVolume, VolumeSource: corev1.VolumeSource{
+		AgentURI: "file://" + path.Join(dir, rel),
+		Volumes: []corev1.Volume{{Name: name, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: loc.ClaimName, ReadOnly: readOnly},
 		}}},
-		Mounts: []corev1.VolumeMount{{Name: backupVolume, MountPath: BackupDir, ReadOnly: readOnly}},
+		Mounts: []corev1.VolumeMount{{Name: name, MountPath: dir, ReadOnly: readOnly}},
 	}
 }
 

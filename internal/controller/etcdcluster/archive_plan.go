@@ -54,7 +54,7 @@ func archiveLocation(c *etcdv1alpha1.EtcdCluster) podspec.Location {
 	if s3 := a.Destination.S3; s3 != nil {
 		return podspec.S3(s3, s3.Prefix+rel)
 	}
-	return podspec.Volume(a.Destination.Volume, path.Join(a.Destination.Volume.Path, rel), false)
+	return podspec.ArchiveVolume(a.Destination.Volume, path.Join(a.Destination.Volume.Path, rel), false)
 }
 
 // archiveBaseBackup is the base backup of epoch: a verified backup of the

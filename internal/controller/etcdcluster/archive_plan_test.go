@@ -29,9 +29,9 @@ func TestArchiveOnAVolume(t *testing.T) {
 	g.Expect(archiveLocation(c).URI).To(Equal("pvc://backups/etcd/ns/kv/archive-" + string(c.UID)))
 	d := archiveDeployment(c, 42, "tend:test", true)
 	pod := d.Spec.Template.Spec
-	g.Expect(pod.Containers[0].Command).To(ContainElement("--to=file:///backup/etcd/ns/kv/archive-" + string(c.UID)))
+	g.Expect(pod.Containers[0].Command).To(ContainElement("--to=file:///archive/etcd/ns/kv/archive-" + string(c.UID)))
 	g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "backups")))
-	g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(SatisfyAll(HaveField("MountPath", "/backup"), HaveField("ReadOnly", false))))
+	g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(SatisfyAll(HaveField("MountPath", "/archive"), HaveField("ReadOnly", false))))
 	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
 	g.Expect(*pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 	g.Expect(archiveDeployment(c, 42, "tend:test", false).Spec.Replicas).To(Equal(ptr.To[int32](0)))

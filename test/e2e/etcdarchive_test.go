@@ -116,6 +116,52 @@ func TestEtcdArchive(t *testing.T) {
 		t.Errorf("the replayed store holds %d keys under data/, the cluster %d", len(reached.kvs), len(want.Kvs))
 	}
 
+	// A bad range delete, undone by a restore in place to the revision
+	// just before it: every write up to it is back, none after it is, and
+	// the revisions go on above every revision seen before.
+	before := write("data/d-", 5)
+	dctx, dcancel := context.WithTimeout(t.Context(), etcdCallTimeout)
+	del, err := cli.Delete(dctx, "data/a-", clientv3.WithPrefix())
+	dcancel()
+	if err != nil || del.Deleted != 30 {
+		t.Fatalf("the bad delete: %v, %+v", err, del)
+	}
+	after := write("data/e-", 3)
+	waitArchived(t, e, after)
+	undo := &etcdv1alpha1.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "undo"},
+		Spec: etcdv1alpha1.EtcdRestoreSpec{ClusterRef: etcdv1alpha1.ClusterReference{Name: "kv"},
+			Target: &etcdv1alpha1.RestoreTarget{Revision: before}, ConfirmOverwrite: true},
+	}
+	mustCreate(t, undo)
+	done := waitRestore(t, undo, 6*time.Minute, "Complete", func(r *etcdv1alpha1.EtcdRestore) (bool, error) {
+		if f := meta.FindStatusCondition(r.Status.Conditions, etcdv1alpha1.RestoreFailed); f != nil && f.Status == metav1.ConditionTrue {
+			t.Fatalf("the restore failed: %s", f.Message)
+		}
+		return restoreHasCondition(r, etcdv1alpha1.RestoreComplete, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoreSucceeded)
+	})
+	if a := done.Status.RestoredFrom.Archive; a == nil || a.Revision != before || done.Status.RestoredFrom.Revision != base {
+		t.Errorf("status.restoredFrom is %+v (archive %+v), want the base at %d replayed to %d", done.Status.RestoredFrom, a, base, before)
+	}
+	e.waitReady(t, 1)
+	rctx, rcancel := context.WithTimeout(t.Context(), etcdCallTimeout)
+	defer rcancel()
+	back, err := cli.Get(rctx, "data/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, kv := range back.Kvs {
+		keys[string(kv.Key)] = true
+	}
+	if len(keys) != 75 || !keys["data/a-000"] || !keys["data/d-004"] || keys["data/e-000"] {
+		t.Errorf("after the restore to %d the cluster holds %d keys under data/ (a-000 %v, d-004 %v, e-000 %v), want the 75 written up to it",
+			before, len(keys), keys["data/a-000"], keys["data/d-004"], keys["data/e-000"])
+	}
+	if next := write("data/f-", 1); next <= after {
+		t.Errorf("the first write after the restore is at revision %d, not above %d, the newest before it: watchers would see revisions go back", next, after)
+	}
+
 	// Without spec.archive, the Deployment goes and the segments stay.
 	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Archive = nil })
 	cluster.WaitFor(t, 2*time.Minute, "the archive removed", func(ctx context.Context) (bool, error) {

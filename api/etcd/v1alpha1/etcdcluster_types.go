@@ -164,9 +164,11 @@ type Bootstrap struct {
 }
 
 // BootstrapRestore names the backup a new cluster starts from: an
-// EtcdBackup in the same namespace, or a file.
+// EtcdBackup in the same namespace, or a file; and, to go on past the
+// backup, another cluster's continuous archive and the point to stop at.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.backupRef) != has(self.source)",message="set exactly one of backupRef and source"
+// +kubebuilder:validation:XValidation:rule="!has(self.target) || has(self.archive)",message="a target is a point in an archive: set archive too"
 type BootstrapRestore struct {
 	// BackupRef names a Complete EtcdBackup in the same namespace.
 	// +optional
@@ -175,6 +177,49 @@ type BootstrapRestore struct {
 	// the final snapshot of a deleted cluster in another namespace).
 	// +optional
 	Source *RestoreSource `json:"source,omitempty"`
+	// Archive is the continuous archive (spec.archive) of the cluster the
+	// backup was taken from: after restoring the backup, each member
+	// replays the archive's revisions after it, up to target. The backup
+	// must be one of that archive's bases (status.archive.baseBackup of
+	// the source cluster, or an older one).
+	// +optional
+	Archive *ArchiveSource `json:"archive,omitempty"`
+	// Target is how far to replay the archive: a revision, a time, or,
+	// when empty or unset, every revision the archive holds.
+	// +optional
+	Target *RestoreTarget `json:"target,omitempty"`
+}
+
+// ArchiveSource is an archive's folder, as the source cluster's
+// status.archive.location names it.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.volume)",message="set exactly one of s3 and volume"
+// +kubebuilder:validation:XValidation:rule="!has(self.s3) || has(self.s3.key)",message="archive.s3.key is the archive's folder (<prefix><namespace>/<name>/archive-<uid>), and is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.volume) || has(self.volume.path)",message="archive.volume.path is the archive's folder on the claim, and is required"
+type ArchiveSource struct {
+	// S3 is the bucket; key is the archive's folder.
+	// +optional
+	S3 *S3Location `json:"s3,omitempty"`
+	// Volume is the claim; path is the archive's folder on it.
+	// +optional
+	Volume *VolumeLocation `json:"volume,omitempty"`
+}
+
+// RestoreTarget is a point in a cluster's history: a revision, or the
+// last revision the archive received at or before a time. Neither is the
+// newest revision the archive holds.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.revision) && has(self.time))",message="set revision or time, not both"
+type RestoreTarget struct {
+	// Revision is the store revision the restored data holds: every
+	// change up to it, none after.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Time restores every revision the archive received at or before it
+	// (RFC 3339, such as 2026-11-28T14:03:00Z).
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // RestoreSource is a backup's file.
@@ -638,6 +683,30 @@ type RestoredFrom struct {
 	// Time the members' data was restored.
 	// +optional
 	Time *metav1.Time `json:"time,omitempty"`
+	// Archive is what a restore to a point replayed after the backup.
+	// +optional
+	Archive *ArchiveReplayed `json:"archive,omitempty"`
+}
+
+// ArchiveReplayed is the part of a continuous archive that a restore
+// replayed onto its backup.
+type ArchiveReplayed struct {
+	// Location is the archive's folder.
+	Location string `json:"location"`
+	// Target is the point asked for: a revision, a time, or "latest".
+	Target string `json:"target"`
+	// Revision is the revision the replay reached, the restored data's
+	// (before the bump), and Time when the archive received it.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+	// Revisions and Segments count the revisions replayed and the
+	// segments read.
+	// +optional
+	Revisions int64 `json:"revisions,omitempty"`
+	// +optional
+	Segments int32 `json:"segments,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster that Tend runs as a StatefulSet, with TLS,

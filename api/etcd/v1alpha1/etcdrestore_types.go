@@ -8,7 +8,7 @@ import (
 // EtcdRestoreSpec names the cluster whose data is replaced, and the backup
 // that replaces it.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.backupRef) != has(self.source)",message="set exactly one of backupRef and source"
+// +kubebuilder:validation:XValidation:rule="has(self.backupRef) != has(self.source) || (has(self.target) && !has(self.backupRef))",message="set exactly one of backupRef and source, or a target alone to restore from the cluster's archive"
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an EtcdRestore is one restore and cannot change: create another"
 type EtcdRestoreSpec struct {
 	// ClusterRef is the EtcdCluster, in the same namespace, restored in
@@ -21,6 +21,15 @@ type EtcdRestoreSpec struct {
 	// Source is a backup's file, for one whose EtcdBackup is gone.
 	// +optional
 	Source *RestoreSource `json:"source,omitempty"`
+	// Target restores to a point in the cluster's continuous archive
+	// (spec.archive): a revision, a time, or, when empty, the newest
+	// revision the archive holds. Without backupRef or source, Tend picks
+	// the newest of the archive's base backups at or before the target.
+	// Each member restores the base and replays the archive onto it, every
+	// revision keeping its number; the revisions then continue above the
+	// target, bumped, as after any restore.
+	// +optional
+	Target *RestoreTarget `json:"target,omitempty"`
 	// ConfirmOverwrite must be true to restore a cluster that is Available:
 	// its data, every write since the backup included, is replaced. A
 	// restore of an Available cluster without it fails at once and
@@ -73,6 +82,7 @@ type EtcdRestoreStatus struct {
 // +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.spec.backupRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.restoredFrom.revision`
+// +kubebuilder:printcolumn:name="Replayed To",type=integer,JSONPath=`.status.restoredFrom.archive.revision`
 // +kubebuilder:printcolumn:name="URI",type=string,JSONPath=`.status.restoredFrom.uri`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="an EtcdRestore's name is at most 52 characters: its Jobs are named <name>-<member ordinal> and <name>-check, and a Job's name is at most 63"

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -168,6 +170,25 @@ func TestValidationOnCreate(t *testing.T) {
 			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
 			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest(), Segment: etcdv1alpha1.ArchiveSegment{MaxAge: &metav1.Duration{Duration: time.Hour}}}
 		}, wantErr: "spec.archive.segment.maxAge is 1s to 10m"},
+		{name: "a bootstrap to a revision of an archive", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Bootstrap = &etcdv1alpha1.Bootstrap{Restore: &etcdv1alpha1.BootstrapRestore{
+				Source:  &etcdv1alpha1.RestoreSource{S3: &etcdv1alpha1.S3Location{Bucket: "backups", Key: "etcd/db/kv-archive-base-0.db"}},
+				Archive: &etcdv1alpha1.ArchiveSource{S3: &etcdv1alpha1.S3Location{Bucket: "backups", Key: "archive/db/kv/archive-u"}},
+				Target:  &etcdv1alpha1.RestoreTarget{Revision: 4242},
+			}}
+		}},
+		{name: "a bootstrap target without an archive", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Bootstrap = &etcdv1alpha1.Bootstrap{Restore: &etcdv1alpha1.BootstrapRestore{BackupRef: &corev1.LocalObjectReference{Name: "nightly"}, Target: &etcdv1alpha1.RestoreTarget{Revision: 4242}}}
+		}, wantErr: "a target is a point in an archive: set archive too"},
+		{name: "a bootstrap archive without its folder", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Bootstrap = &etcdv1alpha1.Bootstrap{Restore: &etcdv1alpha1.BootstrapRestore{BackupRef: &corev1.LocalObjectReference{Name: "nightly"},
+				Archive: &etcdv1alpha1.ArchiveSource{S3: &etcdv1alpha1.S3Location{Bucket: "backups", Prefix: "archive/"}}}}
+		}, wantErr: "archive.s3.key is the archive's folder"},
+		{name: "a target of a revision and a time", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Bootstrap = &etcdv1alpha1.Bootstrap{Restore: &etcdv1alpha1.BootstrapRestore{BackupRef: &corev1.LocalObjectReference{Name: "nightly"},
+				Archive: &etcdv1alpha1.ArchiveSource{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "wal", Path: "/a"}},
+				Target:  &etcdv1alpha1.RestoreTarget{Revision: 7, Time: &metav1.Time{Time: time.Now()}}}}
+		}, wantErr: "set revision or time, not both"},
 		{name: "an archive's segments of 1 KiB", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
 			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
 			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest(), Segment: etcdv1alpha1.ArchiveSegment{MaxBytes: 1024}}
@@ -183,6 +204,51 @@ func TestValidationOnCreate(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
 		})
 	}
+}
+
+// TestRestoreTargetValidation: an EtcdRestore names exactly one backup,
+// or a target alone (the base is then the archive's); a revision is
+// positive and a time is RFC 3339.
+func TestRestoreTargetValidation(t *testing.T) {
+	ns := env.Namespace(t)
+	ref := &corev1.LocalObjectReference{Name: "nightly"}
+	for _, tc := range []struct {
+		name    string
+		spec    etcdv1alpha1.EtcdRestoreSpec
+		wantErr string
+	}{
+		{name: "a backup", spec: etcdv1alpha1.EtcdRestoreSpec{BackupRef: ref}},
+		{name: "a target alone", spec: etcdv1alpha1.EtcdRestoreSpec{Target: &etcdv1alpha1.RestoreTarget{Revision: 9}}},
+		{name: "the newest revision", spec: etcdv1alpha1.EtcdRestoreSpec{Target: &etcdv1alpha1.RestoreTarget{}}},
+		{name: "a base and a time", spec: etcdv1alpha1.EtcdRestoreSpec{BackupRef: ref, Target: &etcdv1alpha1.RestoreTarget{Time: &metav1.Time{Time: time.Now()}}}},
+		{name: "nothing", spec: etcdv1alpha1.EtcdRestoreSpec{},
+			wantErr: "set exactly one of backupRef and source, or a target alone"},
+		{name: "a source and a backup", spec: etcdv1alpha1.EtcdRestoreSpec{BackupRef: ref, Source: &etcdv1alpha1.RestoreSource{
+			S3: &etcdv1alpha1.S3Location{Bucket: "backups", Key: "x.db"}}, Target: &etcdv1alpha1.RestoreTarget{}},
+			wantErr: "set exactly one of backupRef and source, or a target alone"},
+		{name: "a negative revision", spec: etcdv1alpha1.EtcdRestoreSpec{Target: &etcdv1alpha1.RestoreTarget{Revision: -1}},
+			wantErr: "spec.target.revision in body should be greater than or equal to 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			rs := &etcdv1alpha1.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "r-"}, Spec: tc.spec}
+			rs.Spec.ClusterRef.Name = "kv"
+			err := env.Client.Create(context.Background(), rs)
+			if tc.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+		})
+	}
+	// A time that does not parse never reaches the controller.
+	g := NewWithT(t)
+	bad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "etcd.tend.dev/v1alpha1", "kind": "EtcdRestore",
+		"metadata": map[string]any{"namespace": ns, "name": "bad-time"},
+		"spec":     map[string]any{"clusterRef": map[string]any{"name": "kv"}, "target": map[string]any{"time": "yesterday at two"}},
+	}}
+	g.Expect(env.Client.Create(context.Background(), bad)).To(MatchError(ContainSubstring("spec.target.time")))
 }
 
 // TestTheClusterNameAndBackupKeyAreLimited: every name Tend derives from

@@ -254,6 +254,22 @@ func (r *Reconciler) readArchive(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	return agentapi.ArchiveState{}, errors.New("no pod of the archive runs yet")
 }
 
+// archivePods counts the archive's pods that have not ended, terminating
+// ones included: while one is left, the archive may still change.
+func (r *Reconciler) archivePods(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (int, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(archivePodLabels(c))); err != nil {
+		return 0, fmt.Errorf("listing the archive's pods: %w", err)
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // httpArchiveState reads a `tend archive`'s state at podIP.
 func httpArchiveState(ctx context.Context, podIP string) (agentapi.ArchiveState, error) {
 	var st agentapi.ArchiveState

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -63,7 +64,9 @@ func resultOf(pods []corev1.Pod, job *batchv1.Job, ctr string) (agentapi.Result,
 		if p.Status.Phase != corev1.PodSucceeded || !metav1.IsControlledBy(&p, job) {
 			continue
 		}
-		for _, cs := range p.Status.ContainerStatuses {
+		// A step's result is an init container's, the last one's a
+		// container's.
+		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 			if cs.Name == ctr && cs.State.Terminated != nil {
 				return agentapi.ParseResult(cs.State.Terminated.Message, ctr)
 			}

@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -145,13 +146,22 @@ func (r *Reconciler) stopMembers(ctx context.Context, s *scope, rec *etcdv1alpha
 // have new IDs, and are marked anew once seen healthy.
 func (r *Reconciler) restoreMembers(ctx context.Context, s *scope, rec *etcdv1alpha1.RecoveryStatus, rs *etcdv1alpha1.EtcdRestore, data memberData) error {
 	c := s.cluster
-	src, progress, err := r.resolveSource(ctx, c, rs.Spec.BackupRef, rs.Spec.Source)
+	src, progress, err := r.resolveRestoreOf(ctx, c, rs)
 	if err != nil {
 		return err
 	}
 	if progress != nil {
 		r.failRecovery(s, rec, rs, progress.message)
 		return nil
+	}
+	if src.replay != nil {
+		// The archive is read only once its pod is gone: then it holds
+		// everything it received, and changes no more while the members'
+		// replays read it.
+		if n, err := r.archivePods(ctx, c); err != nil || n > 0 {
+			s.obs.recovery.message = fmt.Sprintf("Waiting for the archive's pod to store what it received and stop (%d left)", n)
+			return err
+		}
 	}
 	got, err := r.restoreVolumes(ctx, volumeRestore{
 		cluster: s.template(), src: src,
@@ -170,6 +180,23 @@ func (r *Reconciler) restoreMembers(ctx context.Context, s *scope, rec *etcdv1al
 		r.failRecovery(s, rec, rs, fmt.Sprintf("Restoring from %s failed: %v. The Jobs' pod logs say why. The members stay stopped, their data partly replaced: create a new EtcdRestore, from a good backup, to bring the cluster back", src.from.URI, failed))
 	case done < int(replicas(c)):
 		s.obs.recovery.message = fmt.Sprintf("Restoring every member's data from %s: %d of %d done", src.from.URI, done, replicas(c))
+	case src.replay != nil:
+		replayed, err := r.replayedTo(ctx, src, got.done)
+		if errors.Is(err, errReplayDiffers) {
+			r.failRecovery(s, rec, rs, err.Error()+". The members stay stopped: create a new EtcdRestore with a revision as its target")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		from := src.from
+		from.Archive = replayed
+		if err := r.setRestore(ctx, rs, func(st *etcdv1alpha1.EtcdRestoreStatus) { st.RestoredFrom = &from }); err != nil {
+			return err
+		}
+		rec.Revision = replayed.Revision
+		rec.Phase, rec.Message = etcdv1alpha1.RecoveryStarting, fmt.Sprintf("Every member's data is restored from %s and the archive replayed onto it to revision %d (%d revisions from %d segments)",
+			src.from.URI, replayed.Revision, replayed.Revisions, replayed.Segments)
 	default:
 		rec.Phase, rec.Message = etcdv1alpha1.RecoveryStarting, fmt.Sprintf("Every member's data is restored from %s", src.from.URI)
 	}
@@ -274,7 +301,11 @@ func (r *Reconciler) checkRestore(ctx context.Context, s *scope, rec *etcdv1alph
 		rec.Phase, rec.CompletedAt = etcdv1alpha1.RecoveryComplete, &now
 		from := *rs.Status.RestoredFrom
 		from.Time = &now
-		rec.Message = fmt.Sprintf("Every member runs the data of %s (revision %d; new revisions start above %d), checked by Job %s", from.URI, from.Revision, from.Revision+bumpRevision, rec.Job)
+		data, rev := from.URI, from.Revision
+		if a := from.Archive; a != nil {
+			data, rev = fmt.Sprintf("%s with the archive replayed onto it to %s", from.URI, targetString(&etcdv1alpha1.RestoreTarget{Revision: a.Revision})), a.Revision
+		}
+		rec.Message = fmt.Sprintf("Every member runs the data of %s (revision %d; new revisions start above %d), checked by Job %s", data, rev, rev+bumpRevision, rec.Job)
 		s.obs.recovery.restoredFrom = &from
 		if err := r.setRestore(ctx, rs, func(st *etcdv1alpha1.EtcdRestoreStatus) {
 			st.Phase, st.CompletionTime, st.RestoredFrom = etcdv1alpha1.RecoveryComplete, &now, &from

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -34,6 +35,9 @@ type restoreSource struct {
 	sha256      string
 	compression etcdv1alpha1.Compression
 	from        etcdv1alpha1.RestoredFrom
+	// replay, when set, is the archive replayed after the backup: a
+	// restore to a point (restore_point.go).
+	replay *archiveReplay
 }
 
 // restoreJobName is the Job that restores the i-th member's data.
@@ -77,8 +81,13 @@ func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, ag
 	tend := func(name string, args []string, env []corev1.EnvVar, extra []corev1.VolumeMount) corev1.Container {
 		return agentStep(agentImage, name, args, env, append(append([]corev1.VolumeMount{}, mounts...), extra...))
 	}
+	snapshot := podspec.ScratchDir + "/snapshot.db"
+	fetched := snapshot
+	if src.replay != nil {
+		fetched = podspec.ScratchDir + "/base.db"
+	}
 	fetch := []string{"fetch", "--from=" + src.loc.AgentURI, "--compression=" + string(cmp.Or(src.compression, etcdv1alpha1.CompressionNone)),
-		"--out=" + podspec.ScratchDir + "/snapshot.db"}
+		"--out=" + fetched}
 	if src.sha256 != "" {
 		fetch = append(fetch, "--sha256="+src.sha256)
 	}
@@ -87,7 +96,7 @@ func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, ag
 		Name:            "restore",
 		Image:           etcdnames.Image(c),
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command: []string{"/usr/local/bin/etcdutl", "snapshot", "restore", podspec.ScratchDir + "/snapshot.db",
+		Command: []string{"/usr/local/bin/etcdutl", "snapshot", "restore", snapshot,
 			"--name=" + member,
 			"--initial-cluster=" + initialCluster(c, members),
 			"--initial-cluster-token=" + id,
@@ -103,28 +112,31 @@ func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, ag
 		{Name: dataVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(c, i)}}},
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}, loc.Volumes...)
+	steps := []corev1.Container{tend("prepare", prepare, nil, nil), tend("fetch", fetch, loc.Env, loc.Mounts)}
+	deadline := podspec.ActiveDeadline(podspec.DataBytes(c))
+	if rp := src.replay; rp != nil {
+		steps = append(steps, replaySteps(c, rp, agentImage, fetched, snapshot, mounts)...)
+		volumes = append(volumes, rp.loc.ReadOnly().Volumes...)
+		deadline = ptr.To(*deadline + int64(replayDeadline/time.Second))
+	}
 	return &batchv1.Job{
 		ObjectMeta: meta(c, run.job),
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](2),
 			PodFailurePolicy:      podspec.PodFailurePolicy(agentapi.ExitTerminal),
-			ActiveDeadlineSeconds: podspec.ActiveDeadline(podspec.DataBytes(c)),
+			ActiveDeadlineSeconds: deadline,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(c, "etcd-restore")},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					SecurityContext:              podspec.PodSecurity(),
-					InitContainers: []corev1.Container{
-						tend("prepare", prepare, nil, nil),
-						tend("fetch", fetch, loc.Env, loc.Mounts),
-						etcdutl,
-					},
-					Containers:   []corev1.Container{tend("install", []string{"restore", "install", "--data-dir=" + dataDir, "--id=" + id}, nil, nil)},
-					Volumes:      volumes,
-					Tolerations:  c.Spec.PodTemplate.Tolerations,
-					NodeSelector: c.Spec.PodTemplate.NodeSelector,
-					Affinity:     c.Spec.PodTemplate.Affinity,
+					InitContainers:               append(steps, etcdutl),
+					Containers:                   []corev1.Container{tend("install", []string{"restore", "install", "--data-dir=" + dataDir, "--id=" + id}, nil, nil)},
+					Volumes:                      volumes,
+					Tolerations:                  c.Spec.PodTemplate.Tolerations,
+					NodeSelector:                 c.Spec.PodTemplate.NodeSelector,
+					Affinity:                     c.Spec.PodTemplate.Affinity,
 				},
 			},
 		},
@@ -133,9 +145,32 @@ func memberRestoreJob(c *etcdv1alpha1.EtcdCluster, i int, src *restoreSource, ag
 
 // resolveRestoreSource finds the file the cluster starts from. A backup
 // that is not Complete yet makes the restore wait; one that failed stops it.
+// With an archive, the members replay it after the backup, to the target.
 func (r *Reconciler) resolveRestoreSource(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*restoreSource, *restoreProgress, error) {
 	spec := c.Spec.Bootstrap.Restore
-	return r.resolveSource(ctx, c, spec.BackupRef, spec.Source)
+	src, progress, err := r.resolveSource(ctx, c, spec.BackupRef, spec.Source)
+	if src == nil || spec.Archive == nil {
+		return src, progress, err
+	}
+	t := spec.Target
+	if t != nil && t.Revision > 0 && src.from.Revision > t.Revision {
+		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, message: fmt.Sprintf(
+			"The backup is at revision %d, after the target %s: restore an older base backup of the archive", src.from.Revision, targetString(t))}, nil
+	}
+	loc := archiveSourceLocation(spec.Archive)
+	// The archive's manifest names its owner, the source cluster; every
+	// segment must be that owner's.
+	src.replay = &archiveReplay{loc: loc, target: t}
+	src.from.Archive = &etcdv1alpha1.ArchiveReplayed{Location: loc.URI, Target: targetString(t)}
+	return src, nil, nil
+}
+
+// archiveSourceLocation is the folder of a bootstrap's archive.
+func archiveSourceLocation(a *etcdv1alpha1.ArchiveSource) podspec.Location {
+	if a.S3 != nil {
+		return podspec.S3(a.S3, strings.TrimSuffix(a.S3.Key, "/"))
+	}
+	return podspec.ArchiveVolume(a.Volume, a.Volume.Path, true)
 }
 
 // resolveSource finds the file of a restore of c: an EtcdBackup in c's
@@ -244,9 +279,21 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (bool, erro
 			message: fmt.Sprintf("Restoring the members' data from %s: %d of %d done", from.URI, len(done), replicas(c))}
 		return false, nil
 	}
+	if src.replay != nil {
+		replayed, err := r.replayedTo(ctx, src, done)
+		if errors.Is(err, errReplayDiffers) {
+			s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, from: &from, message: err.Error() +
+				": delete the EtcdCluster and create it again with a revision as its target"}
+			return false, r.releaseBackups(ctx, c)
+		}
+		if err != nil {
+			return false, err
+		}
+		from.Archive = replayed
+	}
 	from.Time = &metav1.Time{Time: s.now.Truncate(1e9)}
 	s.obs.restore = &restoreProgress{reason: etcdv1alpha1.ReasonRestoredFromBackup, done: true, from: &from}
-	r.event(c, corev1.EventTypeNormal, "Restored", "Restore", "Restored every member's data from %s (revision %d, bumped by %d)", from.URI, from.Revision, bumpRevision)
+	r.event(c, corev1.EventTypeNormal, "Restored", "Restore", "Restored every member's data from %s%s (revision %d, bumped by %d)", from.URI, replayedWords(&from), restoredRevision(&from), bumpRevision)
 	for _, job := range done {
 		if err := r.deleteDoneJob(ctx, c, job); err != nil {
 			return false, err
@@ -270,6 +317,10 @@ func (r *Reconciler) recordRestored(ctx context.Context, s *scope) error {
 		from = src.from
 	case progress != nil && c.Spec.Bootstrap.Restore.BackupRef != nil:
 		from.Backup = c.Spec.Bootstrap.Restore.BackupRef.Name
+	}
+	if prev := c.Status.RestoredFrom; prev != nil && prev.Archive != nil {
+		// What the replay reached was read from Jobs that are gone.
+		from.Archive = prev.Archive
 	}
 	from.Time = &metav1.Time{Time: s.sts.CreationTimestamp.Time}
 	if from.Time.IsZero() {

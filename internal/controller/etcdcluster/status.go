@@ -170,9 +170,10 @@ func setRestored(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1.
 	switch {
 	case obs.recovery != nil && obs.recovery.restoredFrom != nil:
 		from := obs.recovery.restoredFrom
+		rev := restoredRevision(from)
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoredFromBackup, fmt.Sprintf(
-			"EtcdRestore %s replaced every member's data with %s at %s (revision %d; new revisions start above %d)",
-			obs.recovery.status.Restore, cmp.Or(from.Backup, from.URI), from.Time.UTC().Format(time.RFC3339), from.Revision, from.Revision+bumpRevision))
+			"EtcdRestore %s replaced every member's data with %s%s at %s (revision %d; new revisions start above %d)",
+			obs.recovery.status.Restore, cmp.Or(from.Backup, from.URI), replayedWords(from), from.Time.UTC().Format(time.RFC3339), rev, rev+bumpRevision))
 	case !restoring(c):
 		return
 	case p == nil && st.RestoredFrom == nil:
@@ -185,13 +186,33 @@ func setRestored(c *etcdv1alpha1.EtcdCluster, obs observation, st *etcdv1alpha1.
 		if p.from.Backup != "" {
 			msg = fmt.Sprintf("Every member started from EtcdBackup %s (%s)", p.from.Backup, p.from.URI)
 		}
-		if p.from.Revision > 0 {
-			msg += fmt.Sprintf(" at revision %d; new revisions start above %d", p.from.Revision, p.from.Revision+bumpRevision)
+		msg += replayedWords(p.from)
+		if rev := restoredRevision(p.from); rev > 0 {
+			msg += fmt.Sprintf(" at revision %d; new revisions start above %d", rev, rev+bumpRevision)
 		}
 		set(t, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoredFromBackup, msg)
 	default:
 		set(t, metav1.ConditionFalse, p.reason, p.message)
 	}
+}
+
+// restoredRevision is the revision restored data holds: the archive's
+// reached by a replay, else the backup's.
+func restoredRevision(from *etcdv1alpha1.RestoredFrom) int64 {
+	if from.Archive != nil && from.Archive.Revision > 0 {
+		return from.Archive.Revision
+	}
+	return from.Revision
+}
+
+// replayedWords says, in a message, what a restore to a point replayed
+// after its backup.
+func replayedWords(from *etcdv1alpha1.RestoredFrom) string {
+	a := from.Archive
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf(", with %d revisions of the archive %s replayed onto it (target %s)", a.Revisions, a.Location, a.Target)
 }
 
 type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)

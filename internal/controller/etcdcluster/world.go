@@ -162,7 +162,7 @@ func (r *Reconciler) observeInitJob(ctx context.Context, s *scope, w *world) err
 func (r *Reconciler) observeRecovery(ctx context.Context, w *world) error {
 	c := w.cluster
 	if rs := pendingRestore(w.restores); rs != nil && !recovering(w.recovery) {
-		src, progress, err := r.resolveSource(ctx, c, rs.Spec.BackupRef, rs.Spec.Source)
+		src, progress, err := r.resolveRestoreOf(ctx, c, rs)
 		if err != nil {
 			return err
 		}

@@ -93,17 +93,22 @@ func BackupFor(c *etcdv1alpha1.EtcdCluster, name string, now time.Time) (*etcdv1
 }
 
 func newRestoreCommand(o *options) *cobra.Command {
-	var name, backup string
-	var confirm bool
+	var name, backup, toTime string
+	var toRevision int64
+	var confirm, toLatest bool
 	var w waitFlags
 	cmd := &cobra.Command{
-		Use:   "restore CLUSTER --backup BACKUP",
-		Short: "Restore an EtcdCluster's data from one of its EtcdBackups",
+		Use:   "restore CLUSTER (--backup BACKUP | --to-revision N | --to-time T | --to-latest)",
+		Short: "Restore an EtcdCluster's data from one of its EtcdBackups, or to a point of its archive",
 		Long: `Create an EtcdRestore that replaces every member's data of CLUSTER with
-the snapshot of BACKUP, a Complete EtcdBackup in the same namespace. What the
-cluster holds now is lost, so --confirm-overwrite is required. The operator
-stops the members, restores and restarts them; --wait waits for that.`,
-		Example:           `  kubectl tend restore demo --backup demo-20261125031500 --confirm-overwrite --wait`,
+the snapshot of BACKUP, a Complete EtcdBackup in the same namespace, or, with
+--to-revision, --to-time or --to-latest, with the cluster's data at that point
+of its continuous archive (spec.archive): the operator restores the newest
+base backup at or before it (or BACKUP) and replays the archive onto it. What
+the cluster holds now is lost, so --confirm-overwrite is required. The
+operator stops the members, restores and restarts them; --wait waits for that.`,
+		Example: `  kubectl tend restore demo --backup demo-20261125031500 --confirm-overwrite --wait
+  kubectl tend restore demo --to-time 2026-11-28T14:03:00Z --confirm-overwrite --wait`,
 		GroupID:           groupAct,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeNames(kindEtcdCluster),
@@ -112,17 +117,29 @@ stops the members, restores and restarts them; --wait waits for that.`,
 			if !confirm {
 				return errors.New("a restore replaces all of the cluster's data: add --confirm-overwrite to go on")
 			}
+			target, err := ParseTarget(toRevision, toTime, toLatest)
+			if err != nil {
+				return err
+			}
+			if target == nil && backup == "" {
+				return errors.New("say what to restore: --backup, or a point of the archive with --to-revision, --to-time or --to-latest")
+			}
 			cs, ns, err := o.clientsIn()
 			if err != nil {
 				return err
 			}
-			bk := &etcdv1alpha1.EtcdBackup{}
-			if err := cs.Get(ctx, client.ObjectKey{Namespace: ns, Name: backup}, bk); err != nil {
-				return fmt.Errorf("reading EtcdBackup %s/%s: %w", ns, backup, err)
-			}
-			r, err := RestoreFor(args[0], bk, name, time.Now())
-			if err != nil {
-				return err
+			var r *etcdv1alpha1.EtcdRestore
+			if backup == "" {
+				r = PointRestoreFor(ns, args[0], target, name, time.Now())
+			} else {
+				bk := &etcdv1alpha1.EtcdBackup{}
+				if err := cs.Get(ctx, client.ObjectKey{Namespace: ns, Name: backup}, bk); err != nil {
+					return fmt.Errorf("reading EtcdBackup %s/%s: %w", ns, backup, err)
+				}
+				if r, err = RestoreFor(args[0], bk, name, time.Now()); err != nil {
+					return err
+				}
+				r.Spec.Target = target
 			}
 			if err := cs.Create(ctx, r, client.FieldOwner(fieldManager)); err != nil {
 				return fmt.Errorf("creating EtcdRestore %s: %w", r.Name, err)
@@ -134,10 +151,12 @@ stops the members, restores and restarts them; --wait waits for that.`,
 			return o.waitReady(ctx, cs, r, w.timeout)
 		},
 	}
-	cmd.Flags().StringVar(&backup, "backup", "", "the EtcdBackup to restore from (required)")
+	cmd.Flags().StringVar(&backup, "backup", "", "the EtcdBackup to restore from (with a --to flag: the base the archive is replayed onto)")
+	cmd.Flags().Int64Var(&toRevision, "to-revision", 0, "restore to this revision of the cluster's archive")
+	cmd.Flags().StringVar(&toTime, "to-time", "", "restore every revision the archive received at or before this time (RFC 3339)")
+	cmd.Flags().BoolVar(&toLatest, "to-latest", false, "restore to the newest revision the archive holds")
 	cmd.Flags().BoolVar(&confirm, "confirm-overwrite", false, "confirm that the cluster's current data is to be replaced")
 	cmd.Flags().StringVar(&name, "name", "", "the EtcdRestore's name (default CLUSTER-restore-YYYYMMDDHHMMSS)")
-	_ = cmd.MarkFlagRequired("backup")
 	_ = cmd.RegisterFlagCompletionFunc("backup", o.completeNames(kindBackup))
 	w.bind(cmd, "restore")
 	return cmd
@@ -164,6 +183,51 @@ func RestoreFor(cluster string, backup *etcdv1alpha1.EtcdBackup, name string, no
 			ConfirmOverwrite: true,
 		},
 	}, nil
+}
+
+// ParseTarget reads restore's point flags: at most one of a revision, a
+// time and the newest revision; nil when none is set.
+func ParseTarget(revision int64, at string, latest bool) (*etcdv1alpha1.RestoreTarget, error) {
+	set := 0
+	for _, on := range []bool{revision != 0, at != "", latest} {
+		if on {
+			set++
+		}
+	}
+	switch {
+	case set > 1:
+		return nil, errors.New("give one of --to-revision, --to-time and --to-latest")
+	case revision < 0:
+		return nil, fmt.Errorf("--to-revision %d: a revision is positive", revision)
+	case revision > 0:
+		return &etcdv1alpha1.RestoreTarget{Revision: revision}, nil
+	case at != "":
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return nil, fmt.Errorf("--to-time %q is not an RFC 3339 time, such as 2026-11-28T14:03:00Z: %w", at, err)
+		}
+		return &etcdv1alpha1.RestoreTarget{Time: &metav1.Time{Time: t}}, nil
+	case latest:
+		return &etcdv1alpha1.RestoreTarget{}, nil
+	}
+	return nil, nil
+}
+
+// PointRestoreFor is the EtcdRestore that `restore --to-…` creates without
+// --backup: cluster's data at target of its archive, from the base the
+// operator picks.
+func PointRestoreFor(namespace, cluster string, target *etcdv1alpha1.RestoreTarget, name string, now time.Time) *etcdv1alpha1.EtcdRestore {
+	if name == "" {
+		name = names.Child(cluster, "-restore-"+now.UTC().Format("20060102150405"), names.EtcdRestore)
+	}
+	return &etcdv1alpha1.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: etcdv1alpha1.EtcdRestoreSpec{
+			ClusterRef:       etcdv1alpha1.ClusterReference{Name: cluster},
+			Target:           target,
+			ConfirmOverwrite: true,
+		},
+	}
 }
 
 // pauseKinds are the kinds `pause` and `resume` work on.

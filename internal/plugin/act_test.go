@@ -57,6 +57,38 @@ func TestRestoreFor(t *testing.T) {
 	g.Expect(r.Spec.ConfirmOverwrite).To(BeTrue())
 }
 
+func TestRestoreToAPoint(t *testing.T) {
+	g := NewWithT(t)
+	for _, tc := range []struct {
+		revision int64
+		at       string
+		latest   bool
+		want     *etcdv1alpha1.RestoreTarget
+		wantErr  string
+	}{
+		{},
+		{revision: 4242, want: &etcdv1alpha1.RestoreTarget{Revision: 4242}},
+		{at: "2026-11-28T14:03:00Z", want: &etcdv1alpha1.RestoreTarget{Time: &metav1.Time{Time: time.Date(2026, 11, 28, 14, 3, 0, 0, time.UTC)}}},
+		{latest: true, want: &etcdv1alpha1.RestoreTarget{}},
+		{revision: 7, latest: true, wantErr: "give one of --to-revision, --to-time and --to-latest"},
+		{revision: -3, wantErr: "a revision is positive"},
+		{at: "14:03", wantErr: `--to-time "14:03" is not an RFC 3339 time`},
+	} {
+		got, err := ParseTarget(tc.revision, tc.at, tc.latest)
+		if tc.wantErr != "" {
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+			continue
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(tc.want))
+	}
+	r := PointRestoreFor("ns", "demo", &etcdv1alpha1.RestoreTarget{Revision: 9}, "", t0)
+	g.Expect(r.Name).To(Equal("demo-restore-20261125030000"))
+	g.Expect(r.Spec.BackupRef).To(BeNil())
+	g.Expect(r.Spec.Target.Revision).To(Equal(int64(9)))
+	g.Expect(r.Spec.ConfirmOverwrite).To(BeTrue())
+}
+
 func TestPausePatch(t *testing.T) {
 	g := NewWithT(t)
 	c := &etcdv1alpha1.EtcdCluster{}

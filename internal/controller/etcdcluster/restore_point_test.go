@@ -7,7 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/tend-dev/tend/internal/scheme"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,7 @@ import (
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/podspec"
+	"github.com/tend-dev/tend/internal/scheme"
 )
 
 // TestRestoreToAPointJob: a member's restore Job to a point fetches the

@@ -283,6 +283,33 @@ func TestArchiveAndReplay(t *testing.T) {
 	})
 }
 
+// TestReplayOfAnArchiveWithNothingAfterItsBase: an archive whose agent
+// ran but received no write since the base replays to the base (the
+// newest state it knows); a revision past the base is not archived, and
+// the replay says so.
+func TestReplayOfAnArchiveWithNothingAfterItsBase(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	live := startLive(t, 1, "root")
+	live.put(t, "k-", 5, 10)
+	bucket := newBucket(t)
+	base := baseBackup(t, live, bucket)
+	uri := "s3://" + bucket + "/archives/idle"
+	a, stop := runArchiver(t, ArchiveOptions{Etcd: live.Config, To: uri, S3: s3Opts(), Owner: "uid", BaseRevision: base.result.Snapshot.Revision,
+		Compression: Zstd, MaxAge: 100 * time.Millisecond, MaxBytes: 2048})
+	g.Eventually(func() string { return a.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(agentapi.ArchiveArchiving))
+	g.Expect(stop()).To(Succeed())
+
+	_, r, err := replayTo(t, base, ReplayOptions{From: uri, S3: s3Opts(), Owner: "uid"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Replayed.Reached).To(Equal(base.result.Snapshot.Revision))
+	g.Expect(r.Replayed.Revisions).To(BeZero())
+
+	_, _, err = replayTo(t, base, ReplayOptions{From: uri, S3: s3Opts(), Owner: "uid", Target: ReplayTarget{Revision: base.result.Snapshot.Revision + 1}})
+	g.Expect(err).To(MatchError(ErrNotFound))
+	g.Expect(err).To(MatchError(ContainSubstring("holds no segment")))
+}
+
 // TestArchiveRefusals: an archive that another cluster owns is left alone;
 // a base older than etcd's compaction breaks the archive, which says so;
 // two agents on one archive never both store a segment.

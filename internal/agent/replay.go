@@ -113,7 +113,12 @@ func Replay(ctx context.Context, o ReplayOptions) (agentapi.Result, error) {
 			start = i
 		}
 	}
-	if start < 0 {
+	switch {
+	case start < 0 && len(names) == 0 && o.Target.Revision <= base.Revision:
+		// Nothing was written since the base: the base is the newest
+		// state the archive knows.
+		start = 0
+	case start < 0:
 		oldest := "holds no segment"
 		if len(names) > 0 {
 			first, _ := segmentFirst(names[0])

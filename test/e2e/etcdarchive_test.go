@@ -66,6 +66,24 @@ func TestEtcdArchive(t *testing.T) {
 	}
 	first := write("data/a-", 30)
 	waitArchived(t, e, first)
+	// Verified on demand: its base and segments replayed in a Job equal
+	// the cluster at the revision reached, past the writes.
+	e.annotate(t, etcdv1alpha1.AnnotationVerifyArchive, "after-a")
+	cluster.WaitFor(t, 3*time.Minute, "the archive verified", func(ctx context.Context) (bool, error) {
+		got, err := e.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		v := got.Status.Archive.Verification
+		if v == nil || v.Request != "after-a" || v.Time == nil {
+			return false, fmt.Errorf("status.archive.verification is %+v", v)
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionArchiveVerified)
+		if v.Result != etcdv1alpha1.ReasonArchiveMatches || v.Revision < first || c == nil || c.Status != metav1.ConditionTrue {
+			t.Fatalf("the verification asked for ended %+v, ArchiveVerified %+v", v, c)
+		}
+		return true, nil
+	})
 
 	// The agent's pod killed while writes go on: the next pod goes on
 	// after the last stored segment.
@@ -161,6 +179,17 @@ func TestEtcdArchive(t *testing.T) {
 	if next := write("data/f-", 1); next <= after {
 		t.Errorf("the first write after the restore is at revision %d, not above %d, the newest before it: watchers would see revisions go back", next, after)
 	}
+	// The restore changed the history: the archive goes on from a new base.
+	final := write("data/g-", 10)
+	got = waitArchived(t, e, final)
+	if got.Status.Archive.Epoch < 1 || got.Status.Archive.BaseRevision <= after {
+		t.Errorf("after the restore the archive is %+v, want a new epoch from a base above %d", got.Status.Archive, after)
+	}
+	lastBase := &etcdv1alpha1.EtcdBackup{}
+	if err := cluster.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: got.Status.Archive.BaseBackup}, lastBase); err != nil {
+		t.Fatal(err)
+	}
+	location := got.Status.Archive.Location
 
 	// Without spec.archive, the Deployment goes and the segments stay.
 	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Archive = nil })
@@ -181,6 +210,43 @@ func TestEtcdArchive(t *testing.T) {
 		}
 		return true, nil
 	})
+
+	// The cluster lost with no final snapshot; a new one started from the
+	// last base and the archive, to its newest revision, holds every
+	// archived write.
+	e.patchSpec(t, func(s *etcdv1alpha1.EtcdClusterSpec) { s.DeletionPolicy = etcdv1alpha1.DeletionDelete })
+	mustDelete(t, e.EtcdCluster)
+	waitGone(t, e.EtcdCluster, 2*time.Minute)
+	baseKey := strings.TrimPrefix(lastBase.Status.Artifact.URI, "s3://"+dest.Bucket+"/")
+	folder := strings.TrimPrefix(location, "s3://"+dest.Bucket+"/")
+	archiveSrc, baseSrc := *dest, *dest
+	archiveSrc.Prefix, archiveSrc.Key = "", folder
+	baseSrc.Prefix, baseSrc.Key = "", baseKey
+	again := &etcdTest{EtcdCluster: &etcdv1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again"},
+		Spec: etcdv1alpha1.EtcdClusterSpec{
+			Replicas: ptr.To[int32](1), Version: cluster.Settings.EtcdVersion,
+			Bootstrap: &etcdv1alpha1.Bootstrap{Restore: &etcdv1alpha1.BootstrapRestore{
+				Source:  &etcdv1alpha1.RestoreSource{S3: &baseSrc, Compression: lastBase.Status.Artifact.Compression, SHA256: lastBase.Status.Artifact.SHA256},
+				Archive: &etcdv1alpha1.ArchiveSource{S3: &archiveSrc},
+			}},
+		},
+	}}
+	mustCreate(t, again.EtcdCluster)
+	restored := again.waitReady(t, 1)
+	if from := restored.Status.RestoredFrom; from == nil || from.Archive == nil || from.Archive.Revision < final || from.Archive.Target != "latest" {
+		t.Errorf("the new cluster's status.restoredFrom is %+v, want the archive replayed to at least %d", from, final)
+	}
+	acli := cluster.EtcdClient(t, again.clientTLS(t), again.hosts(t), again.serviceEndpoint())
+	actx, acancel := context.WithTimeout(t.Context(), etcdCallTimeout)
+	defer acancel()
+	held, err := acli.Get(actx, "data/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Count != 86 {
+		t.Errorf("the new cluster holds %d keys under data/, want the 86 archived", held.Count)
+	}
 }
 
 // waitArchiving waits until the cluster's archive is Archiving.
@@ -210,7 +276,8 @@ func waitArchived(t *testing.T, e *etcdTest, rev int64) *etcdv1alpha1.EtcdCluste
 		if got, err = e.get(ctx); err != nil {
 			return false, err
 		}
-		if a := got.Status.Archive; a == nil || a.LastRevision < rev {
+		// Stored in a segment, or held by the base of the archive's epoch.
+		if a := got.Status.Archive; a == nil || max(a.LastRevision, a.BaseRevision) < rev {
 			return false, fmt.Errorf("status.archive is %+v, want revision %d stored", a, rev)
 		}
 		return true, nil

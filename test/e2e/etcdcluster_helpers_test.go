@@ -62,6 +62,23 @@ func (e *etcdTest) patchSpec(t *testing.T, mutate func(*etcdv1alpha1.EtcdCluster
 	}
 }
 
+// annotate sets an annotation on the EtcdCluster, by a merge patch.
+func (e *etcdTest) annotate(t *testing.T, key, value string) {
+	t.Helper()
+	ec, err := e.get(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := ec.DeepCopy()
+	if ec.Annotations == nil {
+		ec.Annotations = map[string]string{}
+	}
+	ec.Annotations[key] = value
+	if err := cluster.Client.Patch(t.Context(), ec, client.MergeFrom(orig)); err != nil {
+		t.Fatalf("annotating EtcdCluster %s: %v", e.Name, err)
+	}
+}
+
 // serviceEndpoint is the client Service's URL, status.clientEndpoint.
 func (e *etcdTest) serviceEndpoint() string {
 	return framework.EtcdServiceEndpoint(e.Namespace, e.Name)

@@ -21,6 +21,11 @@ const (
 	// ConditionContinuousArchiving is set on a cluster with spec.archive:
 	// True while its archive stores every revision within its limits.
 	ConditionContinuousArchiving = "ContinuousArchiving"
+	// ConditionArchiveVerified is set on a cluster with spec.archive once
+	// its archive was first verified: True while the last verification
+	// found the archive, replayed onto its base, equal to the live
+	// cluster at the revision it reached.
+	ConditionArchiveVerified = "ArchiveVerified"
 
 	// ConditionReady, on every etcd.tend.dev kind, is always present and
 	// True only when the latest generation is reconciled and done: a
@@ -190,6 +195,20 @@ const (
 	// Tend starts it again from a new base when it can, the message says
 	// what to do when it cannot.
 	ReasonArchiveBroken = "ArchiveBroken"
+
+	// Reasons of ArchiveVerified.
+	//
+	// ReasonArchiveMatches: the replayed archive hashes as the live
+	// cluster at the revision reached.
+	ReasonArchiveMatches = "Matches"
+	// ReasonArchiveMismatch: it does not, or the archive lacks a revision
+	// on the way: a restore to a point may not give back what the cluster
+	// held.
+	ReasonArchiveMismatch = "Mismatch"
+	// ReasonArchiveVerificationFailed: the verification could not run to
+	// the end (the base or the archive could not be read, the Job timed
+	// out); the message says why.
+	ReasonArchiveVerificationFailed = "VerificationFailed"
 )
 
 // Annotations a person sets on an EtcdCluster.
@@ -211,6 +230,10 @@ const (
 	// member: a new value (kubectl tend defrag sets the time) starts one
 	// when the cluster can take it.
 	AnnotationDefragment = "etcd.tend.dev/defragment"
+	// AnnotationVerifyArchive asks for one verification of the archive
+	// now: a new value (such as the time) starts one once the archive
+	// runs.
+	AnnotationVerifyArchive = "etcd.tend.dev/verify-archive"
 )
 
 // Marks on the PersistentVolume of a member's old claim, kept while the

@@ -35,6 +35,22 @@ type ClusterArchive struct {
 	// +kubebuilder:default="1h"
 	// +optional
 	CompactionHold *metav1.Duration `json:"compactionHold,omitempty"`
+	// Verification replays the archive onto its base in a throwaway etcd,
+	// in a Job, and compares the store with the live cluster's at the
+	// revision reached (etcd's HashKV): every interval, and when the
+	// annotation etcd.tend.dev/verify-archive changes.
+	// +optional
+	Verification ArchiveVerification `json:"verification,omitempty"`
+}
+
+// ArchiveVerification schedules the archive's verification.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || duration(self.interval) == duration('0s') || duration(self.interval) >= duration('10m')",message="spec.archive.verification.interval is at least 10m, or 0s for on demand only"
+type ArchiveVerification struct {
+	// Interval between verifications; 0s verifies only on demand.
+	// +kubebuilder:default="24h"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
 // ArchiveSegment bounds a segment of the archive.
@@ -86,6 +102,37 @@ type ArchiveStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	// +optional
 	Gaps []ArchiveGap `json:"gaps,omitempty"`
+	// Verification is the last verification of the archive, or the one
+	// under way.
+	// +optional
+	Verification *ArchiveVerificationStatus `json:"verification,omitempty"`
+}
+
+// ArchiveVerificationStatus is how the archive's last verification ended.
+type ArchiveVerificationStatus struct {
+	// Job is the verification under way.
+	// +optional
+	Job string `json:"job,omitempty"`
+	// Time is when the last verification ended, and Result how: Matches
+	// (the archive replayed from the base at BaseRevision equalled the
+	// live cluster at Revision), Mismatch (it did not, or the archive
+	// lacks a revision or holds a damaged segment) or VerificationFailed
+	// (it could not run to the end).
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+	// +optional
+	Result string `json:"result,omitempty"`
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// +optional
+	BaseRevision int64 `json:"baseRevision,omitempty"`
+	// Message says what was compared, or why it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Request is the value of etcd.tend.dev/verify-archive that the last
+	// verification answered.
+	// +optional
+	Request string `json:"request,omitempty"`
 }
 
 // ArchiveGap is a range of revisions that the archive lacks.

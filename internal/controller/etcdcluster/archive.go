@@ -171,6 +171,7 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 	default:
 		o.ok, o.reason = true, etcdv1alpha1.ReasonArchiving
 		o.message = archivingMessage(o.status, maxAge)
+		return r.verifyArchive(ctx, s, base, o.status)
 	}
 	return nil
 }

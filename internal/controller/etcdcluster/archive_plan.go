@@ -258,6 +258,10 @@ func archiveFloor(c *etcdv1alpha1.EtcdCluster, now time.Time) int64 {
 // on top of what was known.
 func archiveStatusOf(prev *etcdv1alpha1.ArchiveStatus, loc string, base string, baseRev int64, epoch int32, state *agentapi.ArchiveState) *etcdv1alpha1.ArchiveStatus {
 	st := &etcdv1alpha1.ArchiveStatus{Location: loc, BaseBackup: base, BaseRevision: baseRev, Epoch: epoch}
+	if prev != nil {
+		// The last verification stays until the next, whatever the epoch.
+		st.Verification = prev.Verification
+	}
 	if prev != nil && prev.Epoch == epoch {
 		st.FirstRevision, st.FirstTime = prev.FirstRevision, prev.FirstTime
 		st.LastRevision, st.LastTime = prev.LastRevision, prev.LastTime

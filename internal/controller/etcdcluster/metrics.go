@@ -28,13 +28,19 @@ var (
 	certificateDesc = prometheus.NewDesc("tend_etcdcluster_certificate_expiry_timestamp_seconds",
 		"When the certificate in each of an EtcdCluster's TLS Secrets expires, as its status.certificates says.",
 		[]string{"namespace", "name", "secret"}, nil)
+	archiveVerifiedDesc = prometheus.NewDesc("tend_etcdcluster_archive_verification_timestamp_seconds",
+		"When the last verification of an EtcdCluster's continuous archive ended, by its result (Matches, Mismatch, VerificationFailed).",
+		[]string{"namespace", "name", "result"}, nil)
+	archiveLastRevisionDesc = prometheus.NewDesc("tend_etcdcluster_archive_last_revision",
+		"The newest revision an EtcdCluster's continuous archive has stored, as its status last saw it.",
+		[]string{"namespace", "name"}, nil)
 )
 
 // Metrics exports each EtcdCluster's members, quorum margin, roll
-// progress, certificate expiries and conditions, and each EtcdRestore's
-// conditions.
+// progress, certificate expiries, archive and conditions, and each
+// EtcdRestore's conditions.
 var Metrics = statemetrics.Source{
-	Descs: []*prometheus.Desc{membersDesc, quorumMarginDesc, desiredDesc, rollDesc, certificateDesc},
+	Descs: []*prometheus.Desc{membersDesc, quorumMarginDesc, desiredDesc, rollDesc, certificateDesc, archiveVerifiedDesc, archiveLastRevisionDesc},
 	Collect: func(ctx context.Context, r client.Reader, e *statemetrics.Emitter) error {
 		var clusters etcdv1alpha1.EtcdClusterList
 		if err := r.List(ctx, &clusters); err != nil {
@@ -68,6 +74,12 @@ var Metrics = statemetrics.Source{
 			for _, cert := range c.Status.Certificates {
 				if !cert.NotAfter.IsZero() {
 					e.Gauge(certificateDesc, float64(cert.NotAfter.Unix()), ns, name, cert.Secret)
+				}
+			}
+			if a := c.Status.Archive; a != nil {
+				e.Gauge(archiveLastRevisionDesc, float64(a.LastRevision), ns, name)
+				if v := a.Verification; v != nil && v.Time != nil {
+					e.Gauge(archiveVerifiedDesc, float64(v.Time.Unix()), ns, name, v.Result)
 				}
 			}
 			e.Conditions("EtcdCluster", c, c.Status.Conditions)

@@ -40,6 +40,10 @@ type archiveReplay struct {
 	owner string
 	// target is how far; nil is every revision the archive holds.
 	target *etcdv1alpha1.RestoreTarget
+	// verify compares the replayed store with the live cluster's (the
+	// archive's verification), through the cluster's connection
+	// ConfigMap and client certificate, which the caller mounts.
+	verify bool
 }
 
 // The scratch etcd of a replay: on the pod's loopback, its data in the
@@ -72,11 +76,11 @@ func targetString(t *etcdv1alpha1.RestoreTarget) string {
 	return "latest"
 }
 
-// replaySteps are the containers of a member's restore Job between the
-// fetch of the base (at base) and the restore of the replayed snapshot
-// (at out): the base restored for the scratch etcd, the scratch etcd (a
-// native sidecar, stopped by the kubelet when the Job's last step ends),
-// and the replay.
+// replaySteps are the containers of a Job that replays the archive onto
+// the base fetched to base: the base restored for the scratch etcd, the
+// scratch etcd (a native sidecar, stopped by the kubelet when the Job's
+// last step ends), and the replay, which saves the store to out (unless
+// out is empty).
 func replaySteps(c *etcdv1alpha1.EtcdCluster, rp *archiveReplay, agentImage, base, out string, mounts []corev1.VolumeMount) []corev1.Container {
 	image := etcdnames.Image(c)
 	etcdStep := func(name string, cmd []string) corev1.Container {
@@ -96,7 +100,13 @@ func replaySteps(c *etcdv1alpha1.EtcdCluster, rp *archiveReplay, agentImage, bas
 		// make again.
 		"--unsafe-no-fsync"})
 	server.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
-	args := []string{"replay", "--from=" + rp.loc.AgentURI, "--local-endpoint=" + scratchEtcdClient, "--out=" + out}
+	args := []string{"replay", "--from=" + rp.loc.AgentURI, "--local-endpoint=" + scratchEtcdClient}
+	if out != "" {
+		args = append(args, "--out="+out)
+	}
+	if rp.verify {
+		args = append(args, "--verify", "--connection-dir="+podspec.ConnectionDir, "--client-tls-dir="+podspec.ClientTLSDir)
+	}
 	if rp.owner != "" {
 		args = append(args, "--owner="+rp.owner)
 	}
@@ -181,23 +191,19 @@ func archiveBehind(st *etcdv1alpha1.ArchiveStatus, t *etcdv1alpha1.RestoreTarget
 }
 
 // chooseBase picks the base backup of a restore to t: the newest Complete
-// base of c's archive whose data is entirely at or before t. Those of a
-// time target must have been completed by then (every revision they hold
-// was written before the target).
+// base whose data is entirely at or before t. Those of a time target must
+// have been completed by then (every revision they hold was written before
+// the target).
 func (r *Reconciler) chooseBase(ctx context.Context, c *etcdv1alpha1.EtcdCluster, t *etcdv1alpha1.RestoreTarget) (*etcdv1alpha1.EtcdBackup, *restoreProgress, error) {
 	var list etcdv1alpha1.EtcdBackupList
-	if err := r.List(ctx, &list, client.InNamespace(c.Namespace), client.HasLabels{labelArchiveEpoch},
-		client.MatchingLabels{labelClusterUID: string(c.UID)}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
 		return nil, nil, fmt.Errorf("listing the archive's base backups: %w", err)
 	}
 	var bases []*etcdv1alpha1.EtcdBackup
 	for i := range list.Items {
-		b := &list.Items[i]
-		if !metav1.IsControlledBy(b, c) || b.DeletionTimestamp != nil || b.Status.Snapshot == nil ||
-			!apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) {
-			continue
+		if b := &list.Items[i]; isArchiveBase(c, b) {
+			bases = append(bases, b)
 		}
-		bases = append(bases, b)
 	}
 	var found *etcdv1alpha1.EtcdBackup
 	for _, b := range bases {
@@ -228,6 +234,24 @@ func (r *Reconciler) chooseBase(ctx context.Context, c *etcdv1alpha1.EtcdCluster
 	}
 	return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, message: fmt.Sprintf(
 		"The target %s is before the archive's window: its oldest base backup, %s, is at revision %d%s", targetString(t), oldest.Name, oldest.Status.Snapshot.Revision, since)}, nil
+}
+
+// isArchiveBase tells whether b can be the base of a restore to a point
+// of c's archive: a Complete backup of c that the archive goes on from.
+// That is an epoch's own base, or any other backup of c (scheduled or
+// one-shot) taken during the current epoch, whose every later revision
+// the archive holds. A backup of an older cluster of the same name (made
+// before c was) never is: its history is not c's.
+func isArchiveBase(c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup) bool {
+	if b.DeletionTimestamp != nil || b.Status.Snapshot == nil || !apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) {
+		return false
+	}
+	if _, ok := b.Labels[labelArchiveEpoch]; ok && b.Labels[labelClusterUID] == string(c.UID) && metav1.IsControlledBy(b, c) {
+		return true
+	}
+	st := c.Status.Archive
+	return b.Spec.ClusterRef.Name == c.Name && !b.CreationTimestamp.Before(&c.CreationTimestamp) &&
+		st != nil && st.BaseRevision > 0 && b.Status.Snapshot.Revision >= st.BaseRevision
 }
 
 // replayedTo reads how far each member's replay got, from the replay step

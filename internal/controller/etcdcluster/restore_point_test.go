@@ -112,7 +112,20 @@ func TestRestoreTargetResolution(t *testing.T) {
 	}
 	stranger := base(9, 10, t0, true)
 	stranger.OwnerReferences = nil
-	objs := []*etcdv1alpha1.EtcdBackup{base(0, 100, t0, true), base(1, 5000, t0.Add(time.Hour), true), base(2, 8000, t0.Add(2*time.Hour), false), stranger}
+	// Backups of the cluster made elsewhere (a schedule's): one taken in
+	// the current epoch is a base; one from before it is not, nor one of
+	// an older cluster of the same name.
+	c.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+	c.Status.Archive.BaseRevision = 5000
+	scheduled := func(name string, rev int64, created time.Time) *etcdv1alpha1.EtcdBackup {
+		b := base(0, rev, created.Add(time.Minute), true)
+		b.Name, b.Labels, b.OwnerReferences = name, map[string]string{etcdv1alpha1.LabelBackupCluster: c.Name}, nil
+		b.Spec.ClusterRef.Name = c.Name
+		b.CreationTimestamp = metav1.NewTime(created)
+		return b
+	}
+	objs := []*etcdv1alpha1.EtcdBackup{base(0, 100, t0, true), base(1, 5000, t0.Add(time.Hour), true), base(2, 8000, t0.Add(2*time.Hour), false), stranger,
+		scheduled("hourly-1", 6000, t0.Add(90*time.Minute)), scheduled("hourly-0", 4000, t0.Add(30*time.Minute)), scheduled("older-cluster", 6500, t0.Add(-2*time.Hour))}
 	cl := fake.NewClientBuilder().WithScheme(scheme.Scheme)
 	for _, o := range objs {
 		cl = cl.WithObjects(o).WithStatusSubresource(o)
@@ -131,11 +144,13 @@ func TestRestoreTargetResolution(t *testing.T) {
 		wantWaitText string
 		wantText     string
 	}{
-		"a revision between bases takes the older": {target: etcdv1alpha1.RestoreTarget{Revision: 4999}, wantBase: "main-archive-base-0"},
-		"a revision at a base takes it":            {target: etcdv1alpha1.RestoreTarget{Revision: 5000}, wantBase: "main-archive-base-1"},
-		"a base not complete is not taken":         {target: etcdv1alpha1.RestoreTarget{Revision: 8500}, wantBase: "main-archive-base-1"},
-		"latest takes the newest complete base":    {target: etcdv1alpha1.RestoreTarget{}, wantBase: "main-archive-base-1"},
-		"a time takes a base completed by then":    {target: etcdv1alpha1.RestoreTarget{Time: at(59 * time.Minute)}, wantBase: "main-archive-base-0"},
+		"a revision between bases takes the older":  {target: etcdv1alpha1.RestoreTarget{Revision: 4999}, wantBase: "main-archive-base-0"},
+		"a revision at a base takes it":             {target: etcdv1alpha1.RestoreTarget{Revision: 5000}, wantBase: "main-archive-base-1"},
+		"a base not complete is not taken":          {target: etcdv1alpha1.RestoreTarget{Revision: 8500}, wantBase: "hourly-1"},
+		"latest takes the newest complete base":     {target: etcdv1alpha1.RestoreTarget{}, wantBase: "hourly-1"},
+		"a scheduled backup of the epoch is a base": {target: etcdv1alpha1.RestoreTarget{Revision: 6200}, wantBase: "hourly-1"},
+		"one before the epoch is not":               {target: etcdv1alpha1.RestoreTarget{Revision: 4500}, wantBase: "main-archive-base-0"},
+		"a time takes a base completed by then":     {target: etcdv1alpha1.RestoreTarget{Time: at(59 * time.Minute)}, wantBase: "main-archive-base-0"},
 		"a revision before every base is refused": {target: etcdv1alpha1.RestoreTarget{Revision: 50}, wantFailed: true,
 			wantText: "before the archive's window: its oldest base backup, main-archive-base-0, is at revision 100"},
 		"a revision not stored yet waits": {target: etcdv1alpha1.RestoreTarget{Revision: 9001},

@@ -152,6 +152,7 @@ func setArchive(obs observation, st *etcdv1alpha1.EtcdClusterStatus, set setFunc
 	case a.removed:
 		st.Archive = nil
 		apimeta.RemoveStatusCondition(&st.Conditions, etcdv1alpha1.ConditionContinuousArchiving)
+		apimeta.RemoveStatusCondition(&st.Conditions, etcdv1alpha1.ConditionArchiveVerified)
 	default:
 		st.Archive = a.status
 		status := metav1.ConditionFalse
@@ -159,6 +160,9 @@ func setArchive(obs observation, st *etcdv1alpha1.EtcdClusterStatus, set setFunc
 			status = metav1.ConditionTrue
 		}
 		set(etcdv1alpha1.ConditionContinuousArchiving, status, a.reason, a.message)
+		if status, reason, msg, ok := archiveVerifiedCondition(a.status); ok {
+			set(etcdv1alpha1.ConditionArchiveVerified, status, reason, msg)
+		}
 	}
 }
 

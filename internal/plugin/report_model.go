@@ -292,6 +292,18 @@ func archiveFacts(a *etcdv1alpha1.ArchiveStatus) []Fact {
 	for _, g := range a.Gaps {
 		facts = append(facts, Fact{"Archive gap", fmt.Sprintf("revisions %d to %d: %s", g.From, g.To, g.Reason)})
 	}
+	switch v := a.Verification; {
+	case v == nil || (v.Time == nil && v.Job == ""):
+		facts = append(facts, Fact{"Archive verified", "not yet"})
+	case v.Time == nil:
+		facts = append(facts, Fact{"Archive verified", "not yet; Job " + v.Job + " runs"})
+	default:
+		text := fmt.Sprintf("%s at %s, revision %d", v.Result, v.Time.UTC().Format(time.RFC3339), v.Revision)
+		if v.Job != "" {
+			text += "; Job " + v.Job + " runs again"
+		}
+		facts = append(facts, Fact{"Archive verified", text})
+	}
 	return facts
 }
 

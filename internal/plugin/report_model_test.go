@@ -197,13 +197,17 @@ func TestArchiveFacts(t *testing.T) {
 	facts := archiveFacts(&etcdv1alpha1.ArchiveStatus{
 		Location: "s3://b/archive/db/kv/archive-uid", BaseBackup: "kv-archive-base-1", BaseRevision: 100,
 		FirstRevision: 101, FirstTime: &at, LastRevision: 900, LastTime: &later, LagSeconds: 4, Segments: 12,
-		Gaps: []etcdv1alpha1.ArchiveGap{{From: 50, To: 99, Reason: "started again"}},
+		Gaps:         []etcdv1alpha1.ArchiveGap{{From: 50, To: 99, Reason: "started again"}},
+		Verification: &etcdv1alpha1.ArchiveVerificationStatus{Time: &later, Result: "Matches", Revision: 880, Job: "kv-archive-verify"},
 	})
 	g.Expect(facts).To(Equal([]Fact{
 		{"Archive", "revisions 101 (2026-11-28T14:03:00Z) to 900 (2026-11-28T15:03:00Z), 12 segments; base kv-archive-base-1 at revision 100"},
 		{"Archive lag", "4s"},
 		{"Archive location", "s3://b/archive/db/kv/archive-uid"},
 		{"Archive gap", "revisions 50 to 99: started again"},
+		{"Archive verified", "Matches at 2026-11-28T15:03:00Z, revision 880; Job kv-archive-verify runs again"},
 	}))
-	g.Expect(archiveFacts(&etcdv1alpha1.ArchiveStatus{BaseBackup: "kv-archive-base-0"})[0].Value).To(Equal("nothing stored yet; base kv-archive-base-0"))
+	fresh := archiveFacts(&etcdv1alpha1.ArchiveStatus{BaseBackup: "kv-archive-base-0"})
+	g.Expect(fresh[0].Value).To(Equal("nothing stored yet; base kv-archive-base-0"))
+	g.Expect(fresh[len(fresh)-1]).To(Equal(Fact{"Archive verified", "not yet"}))
 }

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
-	"github.com/tend-dev/tend/internal/agent"
-	"github.com/tend-dev/tend/internal/testing/etcdserver"
 )
 
 // TestEtcdArchive runs the continuous archive on the local cluster, to
@@ -112,26 +109,26 @@ func TestEtcdArchive(t *testing.T) {
 
 	// Replayed from this host onto the base: every key as the cluster had
 	// it at the revision reached.
-	reached := replayArchive(t, got, dest)
-	if reached.rev < last {
-		t.Fatalf("the replay reached revision %d, before the last write %d", reached.rev, last)
+	reached := cluster.ReplayArchive(t, got, dest, "data/")
+	if reached.Revision < last {
+		t.Fatalf("the replay reached revision %d, before the last write %d", reached.Revision, last)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), etcdCallTimeout)
 	defer cancel()
-	want, err := cli.Get(ctx, "data/", clientv3.WithPrefix(), clientv3.WithRev(reached.rev))
+	want, err := cli.Get(ctx, "data/", clientv3.WithPrefix(), clientv3.WithRev(reached.Revision))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(want.Kvs) != 70 {
-		t.Fatalf("the cluster holds %d keys under data/ at %d, want 70", len(want.Kvs), reached.rev)
+		t.Fatalf("the cluster holds %d keys under data/ at %d, want 70", len(want.Kvs), reached.Revision)
 	}
 	for _, kv := range want.Kvs {
-		if v, ok := reached.kvs[string(kv.Key)]; !ok || v.value != string(kv.Value) || v.mod != kv.ModRevision {
+		if v, ok := reached.Keys[string(kv.Key)]; !ok || v.Value != string(kv.Value) || v.Mod != kv.ModRevision {
 			t.Errorf("the replayed store has %s = %+v, the cluster %q at revision %d", kv.Key, v, kv.Value, kv.ModRevision)
 		}
 	}
-	if len(reached.kvs) != len(want.Kvs) {
-		t.Errorf("the replayed store holds %d keys under data/, the cluster %d", len(reached.kvs), len(want.Kvs))
+	if len(reached.Keys) != len(want.Kvs) {
+		t.Errorf("the replayed store holds %d keys under data/, the cluster %d", len(reached.Keys), len(want.Kvs))
 	}
 
 	// A bad range delete, undone by a restore in place to the revision
@@ -283,62 +280,4 @@ func waitArchived(t *testing.T, e *etcdTest, rev int64) *etcdv1alpha1.EtcdCluste
 		return true, nil
 	})
 	return got
-}
-
-// replayed is what a replay reached, and the keys under data/ it holds.
-type replayed struct {
-	rev int64
-	kvs map[string]replayedKey
-}
-
-// replayedKey is a key's value and its last change.
-type replayedKey struct {
-	value string
-	mod   int64
-}
-
-// replayArchive fetches the cluster's base backup from moto, restores it
-// into an etcd on this host, replays the archive onto it to its end, and
-// reads back what it holds.
-func replayArchive(t *testing.T, c *etcdv1alpha1.EtcdCluster, dest *etcdv1alpha1.S3Location) replayed {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	b := &etcdv1alpha1.EtcdBackup{}
-	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Status.Archive.BaseBackup}, b); err != nil {
-		t.Fatal(err)
-	}
-	s3o := agent.S3Options{Endpoint: dest.Endpoint, Region: dest.Region, ForcePathStyle: true}
-	dir := t.TempDir()
-	snapshot := filepath.Join(dir, "base.db")
-	if _, err := agent.Fetch(ctx, agent.FetchOptions{
-		From: b.Status.Artifact.URI, S3: s3o, Compression: agent.Compression(b.Status.Artifact.Compression), SHA256: b.Status.Artifact.SHA256, Out: snapshot,
-	}); err != nil {
-		t.Fatalf("fetching the base backup: %v", err)
-	}
-	bin, err := etcdserver.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientURL := etcdserver.StartRestored(t, bin, snapshot, filepath.Join(dir, "data"), "replay", "--max-txn-ops=100000")
-	r, err := agent.Replay(ctx, agent.ReplayOptions{
-		From: c.Status.Archive.Location, S3: s3o, Owner: string(c.UID), Local: clientURL,
-	})
-	if err != nil {
-		t.Fatalf("replaying the archive: %v", err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	resp, err := cli.Get(ctx, "data/", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := replayed{rev: r.Replayed.Reached, kvs: map[string]replayedKey{}}
-	for _, kv := range resp.Kvs {
-		out.kvs[string(kv.Key)] = replayedKey{string(kv.Value), kv.ModRevision}
-	}
-	return out
 }

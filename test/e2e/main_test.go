@@ -16,13 +16,5 @@ import (
 var cluster = framework.New()
 
 func TestMain(m *testing.M) {
-	// The tests that read what the agents stored (the archive) do it with
-	// the agents' own code, which takes the AWS SDK's default credentials:
-	// moto's, the only store these tests reach.
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
-		if os.Getenv(k) == "" {
-			_ = os.Setenv(k, v)
-		}
-	}
 	os.Exit(cluster.Run(m))
 }

@@ -153,10 +153,10 @@ bench: toolchain-envtest ## Run the benchmarks; they print figures and never fai
 	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test -p 1 -timeout 30m -run '^$$' -bench '^Benchmark[^F]' -benchmem ./...
 	# F2 (100,000 pods of 1000 PodSets, three samples) takes an hour or more on 2 cores.
 	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test -timeout 180m -run '^$$' -bench F2 -benchtime 1x ./test/bench/podset
-	# B8 to B12 and F1 run on the local cluster, which they bring up, and time minutes-long steps themselves;
-	# B8 takes five samples per variant, B9 one, B10 to B12 as many as their -bN.samples say, F1 its -f1.windows.
+	# B8 to B13's restore and F1 run on the local cluster, which they bring up, and time minutes-long steps themselves;
+	# B8 takes five samples per variant, B9 one, B10 to B13 as many as their -bN.samples say, F1 its -f1.windows.
 	go test -tags e2e -timeout 60m -run '^$$' -bench B8 -benchtime 5x ./test/bench/etcd/...
-	go test -tags e2e -timeout 180m -run '^$$' -bench 'B9|B10|B11|B12|F1' -benchtime 1x ./test/bench/etcd/...
+	go test -tags e2e -timeout 180m -run '^$$' -bench 'B9|B10|B11|B12|B13|F1' -benchtime 1x ./test/bench/etcd/...
 
 ##@ Build
 

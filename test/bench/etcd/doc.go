@@ -336,6 +336,23 @@
 // history), -b12.quota, -b12.timeout. Its table and goals are tested
 // without the tag.
 //
+// # B13: restore to a point
+//
+// BenchmarkB13Restore (b13_test.go) measures the controller's restore to a
+// point: a 1-member source cluster archived to moto takes -b13.revisions
+// (100,000) writes after its archive's base and is deleted; then, in
+// -b13.samples (3) rounds, a new 3-member cluster starts from the base
+// alone and one from the base with the archive replayed to the last
+// write (bootstrap.restore's archive and target), from the create to
+// Restored and to Available. The archive's own figures (RPO, cost, one
+// member's replay rate) are BenchmarkB13Archive's, in internal/agent. Run
+// it alone with:
+//
+//	go test -tags e2e ./test/bench/etcd -run '^$' -bench B13 -benchtime 1x -timeout 90m
+//
+// After -args: -b13.samples, -b13.revisions, -b13.timeout. Its table is
+// tested without the tag.
+//
 // # F1: a fleet of EtcdClusters
 //
 // BenchmarkF1 (f1_test.go, f1_figures.go) measures what one manager costs

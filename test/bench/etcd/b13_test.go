@@ -270,9 +270,12 @@ func (r *rig) b13Gone(b *testing.B, ec *etcdv1alpha1.EtcdCluster) {
 	b.Helper()
 	r.cluster.WaitFor(b, *flagB13Timeout, ec.Name+" deleted", func(ctx context.Context) (bool, error) {
 		err := r.cluster.Client.Get(ctx, client.ObjectKeyFromObject(ec), &etcdv1alpha1.EtcdCluster{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return true, nil
+		case err != nil:
+			return false, err
 		}
-		return false, fmt.Errorf("still there (%v)", err)
+		return false, errors.New("still there")
 	})
 }

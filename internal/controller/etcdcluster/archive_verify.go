@@ -250,10 +250,8 @@ func (r *Reconciler) stepResult(ctx context.Context, job *batchv1.Job, ctr strin
 	if last == nil {
 		return agentapi.Result{}, fmt.Errorf("no pod of Job %s ended", job.Name)
 	}
-	for _, cs := range slices.Concat(last.Status.InitContainerStatuses, last.Status.ContainerStatuses) {
-		if cs.Name == ctr && cs.State.Terminated != nil {
-			return agentapi.ParseResult(cs.State.Terminated.Message, ctr)
-		}
+	if r, ok, err := podResult(last, ctr); ok {
+		return r, err
 	}
 	return agentapi.Result{}, fmt.Errorf("the step %s of Job %s did not end", ctr, job.Name)
 }

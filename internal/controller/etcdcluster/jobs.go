@@ -64,15 +64,23 @@ func resultOf(pods []corev1.Pod, job *batchv1.Job, ctr string) (agentapi.Result,
 		if p.Status.Phase != corev1.PodSucceeded || !metav1.IsControlledBy(&p, job) {
 			continue
 		}
-		// A step's result is an init container's, the last one's a
-		// container's.
-		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
-			if cs.Name == ctr && cs.State.Terminated != nil {
-				return agentapi.ParseResult(cs.State.Terminated.Message, ctr)
-			}
+		if r, ok, err := podResult(&p, ctr); ok {
+			return r, err
 		}
 	}
 	return agentapi.Result{}, fmt.Errorf("job %s succeeded, but no pod of it has a result", job.Name)
+}
+
+// podResult reads the Result of p's step ctr, an init container or a
+// container; ok is false when that step has not ended.
+func podResult(p *corev1.Pod, ctr string) (r agentapi.Result, ok bool, err error) {
+	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		if cs.Name == ctr && cs.State.Terminated != nil {
+			r, err = agentapi.ParseResult(cs.State.Terminated.Message, ctr)
+			return r, true, err
+		}
+	}
+	return agentapi.Result{}, false, nil
 }
 
 // jobStateOf reads a Job's terminal conditions.

@@ -25,16 +25,19 @@ func TestVerificationDue(t *testing.T) {
 		interval *metav1.Duration
 		request  string
 		prev     *etcdv1alpha1.ArchiveVerificationStatus
+		empty    bool
 		want     string
 	}{
-		"never verified":              {want: "it was never verified"},
-		"verified an hour ago":        {prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Hour)}},
-		"verified a day ago":          {prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(24 * time.Hour)}, want: "older than 24h0m0s"},
-		"on demand only, never asked": {interval: &metav1.Duration{}},
-		"on demand only, asked":       {interval: &metav1.Duration{}, request: "1", want: `etcd.tend.dev/verify-archive is "1"`},
-		"asked, and answered already": {request: "1", prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Minute), Request: "1"}},
-		"asked again":                 {request: "2", prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Minute), Request: "1"}, want: `is "2"`},
-		"failed to run, a minute ago": {prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Minute), Result: etcdv1alpha1.ReasonArchiveVerificationFailed}},
+		"never verified":                 {want: "it was never verified"},
+		"never verified, nothing stored": {empty: true},
+		"nothing stored, asked":          {empty: true, request: "1", want: `is "1"`},
+		"verified an hour ago":           {prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Hour)}},
+		"verified a day ago":             {prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(24 * time.Hour)}, want: "older than 24h0m0s"},
+		"on demand only, never asked":    {interval: &metav1.Duration{}},
+		"on demand only, asked":          {interval: &metav1.Duration{}, request: "1", want: `etcd.tend.dev/verify-archive is "1"`},
+		"asked, and answered already":    {request: "1", prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Minute), Request: "1"}},
+		"asked again":                    {request: "2", prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Minute), Request: "1"}, want: `is "2"`},
+		"failed to run, a minute ago":    {prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Minute), Result: etcdv1alpha1.ReasonArchiveVerificationFailed}},
 		"failed to run, ten minutes ago": {prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(10 * time.Minute), Result: etcdv1alpha1.ReasonArchiveVerificationFailed},
 			want: "could not run to the end"},
 		"a mismatch an hour ago waits for the interval": {prev: &etcdv1alpha1.ArchiveVerificationStatus{Time: at(time.Hour), Result: etcdv1alpha1.ReasonArchiveMismatch}},
@@ -48,7 +51,11 @@ func TestVerificationDue(t *testing.T) {
 			if tc.request != "" {
 				c.Annotations = map[string]string{etcdv1alpha1.AnnotationVerifyArchive: tc.request}
 			}
-			got := verificationDue(c, tc.prev, now)
+			st := &etcdv1alpha1.ArchiveStatus{Verification: tc.prev, BaseRevision: 100, LastRevision: 250}
+			if tc.empty {
+				st.LastRevision = 0
+			}
+			got := verificationDue(c, st, now)
 			if tc.want == "" {
 				g.Expect(got).To(BeEmpty())
 			} else {
@@ -107,7 +114,7 @@ func TestVerifyArchive(t *testing.T) {
 	k := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(c).Build()
 	r := &Reconciler{Client: k, APIReader: k, Pods: k, Recorder: events.NewFakeRecorder(20), AgentImage: "tend:test"}
 	s := &scope{cluster: c, now: now}
-	st := &etcdv1alpha1.ArchiveStatus{}
+	st := &etcdv1alpha1.ArchiveStatus{BaseRevision: 100, LastRevision: 900}
 
 	g := NewWithT(t)
 	g.Expect(r.verifyArchive(ctx, s, base, st)).To(Succeed())

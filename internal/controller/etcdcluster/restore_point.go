@@ -160,6 +160,11 @@ func (r *Reconciler) resolveRestoreOf(ctx context.Context, c *etcdv1alpha1.EtcdC
 		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, message: fmt.Sprintf(
 			"The base backup %s is at revision %d, after the target %s: name an older base, or leave backupRef out and Tend picks one", ref.Name, src.from.Revision, targetString(t))}, nil
 	}
+	if gap := gapCrossed(c.Status.Archive, src.from.Revision, t); gap != nil {
+		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, message: fmt.Sprintf(
+			"The archive lacks revisions %d to %d (%s), between the base at revision %d and the target %s: choose a target before revision %d, or at or after %d",
+			gap.From, gap.To, gap.Reason, src.from.Revision, targetString(t), gap.From, gap.To)}, nil
+	}
 	if wait := archiveBehind(c.Status.Archive, t); wait != "" {
 		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonWaitingForBackup, message: wait}, nil
 	}
@@ -167,6 +172,23 @@ func (r *Reconciler) resolveRestoreOf(ctx context.Context, c *etcdv1alpha1.EtcdC
 	src.replay = &archiveReplay{loc: loc, owner: string(c.UID), target: t}
 	src.from.Archive = &etcdv1alpha1.ArchiveReplayed{Location: loc.URI, Target: targetString(t)}
 	return src, nil, nil
+}
+
+// gapCrossed is the gap of the archive (as status reports it) that a
+// replay from base to the revision target t would cross, or nil: such a
+// restore would stop the members and then fail at the gap, so it is
+// refused first. A time target's revision is known only to the replay,
+// which refuses a gap itself.
+func gapCrossed(st *etcdv1alpha1.ArchiveStatus, base int64, t *etcdv1alpha1.RestoreTarget) *etcdv1alpha1.ArchiveGap {
+	if st == nil || t.Revision <= 0 {
+		return nil
+	}
+	for i := range st.Gaps {
+		if g := &st.Gaps[i]; base < g.To && t.Revision >= g.From {
+			return g
+		}
+	}
+	return nil
 }
 
 // archiveBehind tells why the archive cannot reach the target yet, or "":

@@ -182,6 +182,22 @@ func TestRestoreTargetResolution(t *testing.T) {
 		})
 	}
 
+	t.Run("a target past a gap after its base is refused", func(t *testing.T) {
+		g := NewWithT(t)
+		gapped := c.DeepCopy()
+		gapped.Status.Archive.Gaps = []etcdv1alpha1.ArchiveGap{{From: 3000, To: 4999, Reason: "etcd compacted past the archive"}}
+		_, progress, err := r.resolveRestoreOf(ctx, gapped, restoreTo(etcdv1alpha1.RestoreTarget{Revision: 3500}))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(progress.failed).To(BeTrue())
+		g.Expect(progress.message).To(ContainSubstring("The archive lacks revisions 3000 to 4999 (etcd compacted past the archive), between the base at revision 100 and the target revision 3500"))
+		src, progress, err := r.resolveRestoreOf(ctx, gapped, restoreTo(etcdv1alpha1.RestoreTarget{Revision: 2999}))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(progress).To(BeNil(), "a target before the gap")
+		g.Expect(src.from.Backup).To(Equal("main-archive-base-0"))
+		src, progress, _ = r.resolveRestoreOf(ctx, gapped, restoreTo(etcdv1alpha1.RestoreTarget{Revision: 5000}))
+		g.Expect(progress).To(BeNil(), "a target from the base after the gap")
+		g.Expect(src.from.Backup).To(Equal("main-archive-base-1"))
+	})
 	t.Run("a named base after the target is refused", func(t *testing.T) {
 		g := NewWithT(t)
 		rs := restoreTo(etcdv1alpha1.RestoreTarget{Revision: 4000})

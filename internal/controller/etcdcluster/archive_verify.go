@@ -147,8 +147,10 @@ func (r *Reconciler) verifyArchive(ctx context.Context, s *scope, base *etcdv1al
 		state, msg := jobStateOf(job)
 		switch state {
 		case jobComplete, jobFailed:
-			st.Verification = r.verificationOf(ctx, job, state, msg, s.now)
-			if prev := v; prev == nil || prev.Time == nil || !prev.Time.Equal(st.Verification.Time) {
+			// A failed Job kept for its logs was read when it ended: its
+			// pods are not listed again on every pass.
+			if !alreadyRead(v, job) {
+				st.Verification = r.verificationOf(ctx, job, state, msg, s.now)
 				r.recordVerification(c, st.Verification)
 			}
 			// A failed Job stays for its logs until the next verification.
@@ -223,6 +225,13 @@ func (r *Reconciler) verificationOf(ctx context.Context, job *batchv1.Job, state
 		}
 	}
 	return v
+}
+
+// alreadyRead tells whether v records the end of the finished Job job:
+// the same request, ended at the same time.
+func alreadyRead(v *etcdv1alpha1.ArchiveVerificationStatus, job *batchv1.Job) bool {
+	finished := jobFinishedAt(job)
+	return v != nil && v.Time != nil && finished != nil && v.Time.Equal(finished) && v.Request == job.Annotations[annotationVerifyRequest]
 }
 
 // jobFinishedAt is when a finished Job completed or failed.

@@ -57,10 +57,11 @@ fmt: ## Format the Go code.
 vet: ## Run go vet.
 	go vet -tags e2e ./...
 
+# lint and its build run at the lowest CPU priority: make test runs them beside the chaos suite.
 .PHONY: lint
 lint: ## Run golangci-lint (.golangci.yml), the e2e and chart tests and hack/cluster's Go included.
-	$(GOLANGCI_LINT) run --build-tags e2e,chart ./...
-	linter="$(GOLANGCI_LINT)" && cd hack/cluster && "$$linter" run ./...
+	linter="$$(nice -n 19 $(TOOLCHAIN) golangci-lint)" && nice -n 19 "$$linter" run --build-tags e2e,chart ./... && \
+		cd hack/cluster && nice -n 19 "$$linter" run ./...
 
 .PHONY: verify
 verify: verify-cluster ## Fail if generated files, tool pins or go.mod are out of date.
@@ -76,33 +77,38 @@ verify-cluster:
 
 ##@ Test
 
-# make test runs the stages below in this order. The first builds every tool
-# that the others use, two tool builds side by side (nothing when the cache
-# has them). Two pairs run side by side where one of them mostly waits: the
-# unit and envtest tests while the local cluster starts, and lint while the
-# chaos suite waits out the manager's Lease. (The unit tests beside the e2e
-# tests took 960s in a warm run, about ten minutes less; under that load an
-# envtest roll test's StatefulSet player raced Tend, since fixed, and the
-# pairing waits for a full run without it.) Each stage's output is printed
-# whole when it ends (-O), with its time.
-TEST_STAGES := test-toolchain verify test-rules test-chart "test-unit cluster-up" test-e2e test-helm "test-chaos-short lint"
-# The tools that make test uses, the longest builds first (hack/toolchain.sh
-# --parallel); all but golangci-lint, which the lint stage builds while the
-# chaos suite beside it waits.
+# make test runs the stages below in this order. The first builds the tools
+# that the cluster and the tests need, two tool builds side by side (nothing
+# when the cache has them). Where a stage mostly waits, other work runs beside
+# it: the unit and envtest tests and the build of Helm and krew beside the e2e
+# tests (which wait for pods, members and timers with the two cores half
+# idle), and lint beside the chaos suite (which waits out the manager's
+# Lease). The build and lint run at the lowest CPU priority (nice), so that
+# they take the cores only when the tests beside them leave them idle. Each
+# stage's output is printed whole when it ends (-O), with its time.
+TEST_STAGES := test-toolchain verify test-rules cluster-up "test-e2e test-unit test-late-tools" test-chart test-helm "test-chaos-short lint"
+# The tools that the stages before the e2e tests use, the longest builds
+# first (hack/toolchain.sh --parallel). Helm and krew are built beside the
+# e2e tests, golangci-lint by the lint stage.
 TEST_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl \
-	coredns containerd containerd-shim-runc-v2 ctr helm etcd etcdctl etcdutl \
+	coredns containerd containerd-shim-runc-v2 ctr etcd etcdctl etcdutl \
 	etcd-upgrade-from/etcd etcd-upgrade-from/etcdctl etcd-upgrade-from/etcdutl \
-	local-path-provisioner controller-gen krew
+	local-path-provisioner controller-gen
+LATE_TEST_TOOLS := helm krew
 
 .PHONY: test-toolchain
-test-toolchain: ## Build every tool that make test uses into the cache (~/.cache/tend), two builds at a time.
+test-toolchain: ## Build the tools that make test needs before the e2e tests into the cache (~/.cache/tend), two builds at a time.
 	$(TOOLCHAIN) --parallel $(TEST_TOOLS)
+
+.PHONY: test-late-tools
+test-late-tools:
+	nice -n 19 $(TOOLCHAIN) --parallel $(LATE_TEST_TOOLS)
 
 .PHONY: test
 test: ## Everything CI runs: verify, alert rules, the chart, unit, envtest, e2e, Helm install and short chaos tests, lint.
 	@start=$$(date +%s); for stage in $(TEST_STAGES); do \
 		t=$$(date +%s); \
-		case "$$stage" in *" "*) par="-j2 -O";; *) par="";; esac; \
+		case "$$stage" in *" "*) set -- $$stage; par="-j$$# -O";; *) par="";; esac; \
 		$(MAKE) --no-print-directory $$par $$stage || { echo "make test: $$stage failed after $$(( $$(date +%s) - t ))s" >&2; exit 1; }; \
 		echo "make test: $$stage took $$(( $$(date +%s) - t ))s"; \
 	done; echo "make test: passed in $$(( $$(date +%s) - start ))s"
@@ -135,17 +141,19 @@ test-helm: ## Install Tend with the chart (helm install --wait) over the local c
 # The chaos suite prints its table when it ends; go test shows a passing
 # package's output only with -v, so the table goes to a file and is printed.
 CHAOS_TABLE := $(CURDIR)/.cache/chaos/table.txt
+# The etcd scenarios run three at a time (test/chaos/doc.go); the others one after another.
+CHAOS_PARALLEL := 3
 
 .PHONY: chaos
 chaos: ## The chaos suite on the local cluster (docs/reliability.md): 50 manager kills during PodSet scaling, manager kills during etcd scaling, member replacement, rolls, backups, restores and quorum-loss recoveries, etcd member kills, leader takeover, frozen leaders, fuzzed specs.
 	hack/cluster/up.sh
-	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -parallel 2 -timeout 150m ./test/chaos/... -args -chaos.kills=50 -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
+	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -parallel $(CHAOS_PARALLEL) -timeout 150m ./test/chaos/... -args -chaos.kills=50 -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
 		cat $(CHAOS_TABLE) 2>/dev/null || true; exit $$rc
 
 .PHONY: test-chaos-short
 test-chaos-short: ## The chaos suite's reduced form for CI: a few kills of each kind and a small fuzz.
 	hack/cluster/up.sh
-	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -parallel 2 -timeout 45m ./test/chaos/... -args -chaos.short -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
+	rm -f $(CHAOS_TABLE); rc=0; go test -tags e2e -count=1 -parallel $(CHAOS_PARALLEL) -timeout 45m ./test/chaos/... -args -chaos.short -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
 		cat $(CHAOS_TABLE) 2>/dev/null || true; exit $$rc
 
 .PHONY: bench
@@ -175,7 +183,7 @@ toolchain: ## Build every pinned tool that the cache lacks, two builds at a time
 
 .PHONY: toolchain-envtest
 toolchain-envtest:
-	$(TOOLCHAIN) --envtest controller-gen golangci-lint >/dev/null
+	$(TOOLCHAIN) --envtest >/dev/null
 
 ##@ Run
 

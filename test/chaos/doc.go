@@ -14,8 +14,8 @@
 // reduced form). The PodSet, leader and fuzz scenarios run one after
 // another: they count the manager's restarts and writes, or change its
 // Deployment, and a kill elsewhere would disturb those counts. The etcd
-// scenarios then run two at a time (t.Parallel, go test's -parallel of 2
-// on two cores): each checks its own cluster, in its own namespace, and a
+// scenarios then run three at a time (t.Parallel, go test's -parallel of 3
+// on two cores: they mostly wait): each checks its own cluster, in its own namespace, and a
 // kill that another scenario makes is one more fault whose invariants must
 // hold; their kills take turns (killManager), and each draws from a random
 // source of its own (random). The package must not skip: a missing

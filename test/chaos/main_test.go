@@ -43,7 +43,7 @@ var (
 
 // random returns t's own random source, seeded from the run's seed and t's
 // name: a scenario's draws repeat with the seed, whatever ran before it or
-// runs beside it (the etcd scenarios run two at a time). The source is
+// runs beside it (the etcd scenarios run three at a time). The source is
 // t's alone; only t's goroutine draws from it.
 func random(t *testing.T) *rand.Rand {
 	rngMu.Lock()

@@ -111,7 +111,7 @@ type kill struct {
 }
 
 // killing is held from a kill of the manager to its successor's takeover:
-// the etcd scenarios run two at a time, and a scenario that read the
+// the etcd scenarios run three at a time, and a scenario that read the
 // Lease while another's kill was under way would find its holder gone.
 var killing sync.Mutex
 

@@ -16,7 +16,6 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agentapi"
-	"github.com/tend-dev/tend/internal/etcdnames"
 	"github.com/tend-dev/tend/internal/names"
 	"github.com/tend-dev/tend/internal/podspec"
 )
@@ -115,16 +114,8 @@ func archiveDeployment(c *etcdv1alpha1.EtcdCluster, baseRevision int64, agentIma
 		"--segment-max-bytes=" + strconv.FormatInt(maxBytes, 10),
 		"--status-address=:" + strconv.Itoa(archiveStatusPort),
 	}, loc.Args...)
-	mounts := append([]corev1.VolumeMount{
-		{Name: "connection", MountPath: podspec.ConnectionDir, ReadOnly: true},
-		{Name: "client-tls", MountPath: podspec.ClientTLSDir, ReadOnly: true},
-	}, loc.Mounts...)
-	volumes := append([]corev1.Volume{
-		{Name: "connection", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.ConnectionName(c)},
-		}}},
-		{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: etcdnames.ClientTLSSecret(c)}}},
-	}, loc.Volumes...)
+	volumes, mounts := connectionVolumes(c)
+	volumes, mounts = append(volumes, loc.Volumes...), append(mounts, loc.Mounts...)
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("status")}},

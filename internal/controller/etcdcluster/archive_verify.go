@@ -15,7 +15,6 @@ import (
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
 	"github.com/tend-dev/tend/internal/agentapi"
-	"github.com/tend-dev/tend/internal/etcdnames"
 	"github.com/tend-dev/tend/internal/names"
 	"github.com/tend-dev/tend/internal/podspec"
 )
@@ -96,16 +95,11 @@ func archiveVerifyJob(c *etcdv1alpha1.EtcdCluster, base *etcdv1alpha1.EtcdBackup
 	rp := &archiveReplay{loc: archiveLocation(c), owner: string(c.UID), verify: true}
 	steps := replaySteps(c, rp, agentImage, fetched, "", scratch)
 	replay := steps[len(steps)-1]
-	replay.VolumeMounts = append(replay.VolumeMounts,
-		corev1.VolumeMount{Name: "connection", MountPath: podspec.ConnectionDir, ReadOnly: true},
-		corev1.VolumeMount{Name: "client-tls", MountPath: podspec.ClientTLSDir, ReadOnly: true})
+	conn, connMounts := connectionVolumes(c)
+	replay.VolumeMounts = append(replay.VolumeMounts, connMounts...)
 	volumes := slices.Concat([]corev1.Volume{
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "connection", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.ConnectionName(c)},
-		}}},
-		{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: etcdnames.ClientTLSSecret(c)}}},
-	}, src.Volumes, rp.loc.ReadOnly().Volumes)
+	}, conn, src.Volumes, rp.loc.ReadOnly().Volumes)
 	job := &batchv1.Job{
 		ObjectMeta: meta(c, archiveVerifyJobName(c)),
 		Spec: batchv1.JobSpec{

@@ -40,6 +40,21 @@ func connectionConfigMap(c *etcdv1alpha1.EtcdCluster, size int32, ca []byte) *co
 	}
 }
 
+// connectionVolumes are what an agent's pod mounts to reach the cluster
+// as Tend: the connection ConfigMap and the client certificate's Secret,
+// both read-only.
+func connectionVolumes(c *etcdv1alpha1.EtcdCluster) ([]corev1.Volume, []corev1.VolumeMount) {
+	return []corev1.Volume{
+			{Name: "connection", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.ConnectionName(c)},
+			}}},
+			{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: etcdnames.ClientTLSSecret(c)}}},
+		}, []corev1.VolumeMount{
+			{Name: "connection", MountPath: podspec.ConnectionDir, ReadOnly: true},
+			{Name: "client-tls", MountPath: podspec.ClientTLSDir, ReadOnly: true},
+		}
+}
+
 // reconcileConnection publishes the connection ConfigMap, after the
 // StatefulSet phase so that it lists every member that may run.
 func (r *Reconciler) reconcileConnection(ctx context.Context, s *scope) error {

@@ -94,6 +94,7 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 	if c.Spec.Auth.Enabled {
 		env = []corev1.EnvVar{rootPasswordEnv(c)}
 	}
+	volumes, mounts := connectionVolumes(c)
 	return &batchv1.Job{
 		ObjectMeta: meta(c, name),
 		Spec: batchv1.JobSpec{
@@ -111,18 +112,10 @@ func checkJob(c *etcdv1alpha1.EtcdCluster, name, agentImage string) *batchv1.Job
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
 					SecurityContext:              podspec.PodSecurity(),
-					Containers: []corev1.Container{agentStep(agentImage, "check", args, env, []corev1.VolumeMount{
-						{Name: "connection", MountPath: podspec.ConnectionDir, ReadOnly: true},
-						{Name: "client-tls", MountPath: podspec.ClientTLSDir, ReadOnly: true},
-					})},
-					Volumes: []corev1.Volume{
-						{Name: "connection", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: etcdnames.ConnectionName(c)},
-						}}},
-						{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: etcdnames.ClientTLSSecret(c)}}},
-					},
-					Tolerations:  c.Spec.PodTemplate.Tolerations,
-					NodeSelector: c.Spec.PodTemplate.NodeSelector,
+					Containers:                   []corev1.Container{agentStep(agentImage, "check", args, env, mounts)},
+					Volumes:                      volumes,
+					Tolerations:                  c.Spec.PodTemplate.Tolerations,
+					NodeSelector:                 c.Spec.PodTemplate.NodeSelector,
 				},
 			},
 		},

@@ -49,8 +49,10 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		// idle cluster makes no request for the archive).
 		return nil
 	}
+	// From the cache (Tend's Deployments, read through when it lacks the
+	// name): an archived cluster's pass at rest asks the apiserver nothing.
 	dep := &appsv1.Deployment{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: archiveDeploymentName(c)}, dep)
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: archiveDeploymentName(c)}, dep)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading Deployment %s: %w", archiveDeploymentName(c), err)
 	}
@@ -126,11 +128,16 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 
 	want := archiveDeployment(c, rev, r.AgentImage, true)
 	if dep == nil {
-		if err := r.createOwned(ctx, c, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		o.reason, o.message = etcdv1alpha1.ReasonArchiveStarting, "The archive's pod is starting"
+		err := r.createOwned(ctx, c, want)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache is behind the Deployment that an earlier pass made.
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		r.event(c, corev1.EventTypeNormal, "ArchiveStarted", "Archive", "Created Deployment %s: archiving every revision after %s's revision %d to %s", want.Name, base.Name, rev, loc)
-		o.reason, o.message = etcdv1alpha1.ReasonArchiveStarting, "The archive's pod is starting"
 		return nil
 	}
 	if dep.Annotations[annotationArchiveSpec] != want.Annotations[annotationArchiveSpec] || ptr.Deref(dep.Spec.Replicas, 1) != *want.Spec.Replicas {
@@ -147,7 +154,7 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		return nil
 	}
 
-	state, err := r.readArchive(ctx, c)
+	state, err := r.readArchive(ctx, c, dep)
 	if err != nil {
 		o.reason, o.message = etcdv1alpha1.ReasonArchiveStarting, "The archive's pod does not report yet: "+err.Error()
 		return nil
@@ -233,8 +240,28 @@ func (r *Reconciler) scaleArchive(ctx context.Context, c *etcdv1alpha1.EtcdClust
 	return nil
 }
 
-// readArchive asks the archive's running pod for its state.
-func (r *Reconciler) readArchive(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (agentapi.ArchiveState, error) {
+// archiveAddr is where a cluster's archive agent last answered: its pod's
+// IP, while the Deployment stays at generation.
+type archiveAddr struct {
+	generation int64
+	ip         string
+}
+
+// readArchive asks the archive's running pod for its state. It asks the
+// pod that answered last, as long as the Deployment has not changed since
+// and that pod still answers for this cluster, so that a pass at rest
+// lists no pods; otherwise it lists them from the apiserver (the archive's
+// pods are not in the controller's pod cache, which holds the members).
+func (r *Reconciler) readArchive(ctx context.Context, c *etcdv1alpha1.EtcdCluster, dep *appsv1.Deployment) (agentapi.ArchiveState, error) {
+	key := client.ObjectKeyFromObject(c)
+	if v, ok := r.archiveAt.Load(key); ok {
+		if at := v.(archiveAddr); at.generation == dep.Generation {
+			if st, err := r.askArchive(ctx, c, at.ip); err == nil {
+				return st, nil
+			}
+		}
+		r.archiveAt.Delete(key)
+	}
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(archivePodLabels(c))); err != nil {
 		return agentapi.ArchiveState{}, fmt.Errorf("listing the archive's pods: %w", err)
@@ -244,15 +271,33 @@ func (r *Reconciler) readArchive(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
 			continue
 		}
-		read := r.ArchiveState
-		if read == nil {
-			read = httpArchiveState
+		st, err := r.askArchive(ctx, c, p.Status.PodIP)
+		if err == nil {
+			r.archiveAt.Store(key, archiveAddr{generation: dep.Generation, ip: p.Status.PodIP})
 		}
-		ctx, cancel := context.WithTimeout(ctx, agentapi.ArchiveStatusTimeout)
-		defer cancel()
-		return read(ctx, p.Status.PodIP)
+		return st, err
 	}
 	return agentapi.ArchiveState{}, errors.New("no pod of the archive runs yet")
+}
+
+// askArchive reads the state of the agent at ip, and refuses the answer of
+// an agent that archives for another cluster (an address that another pod
+// took over).
+func (r *Reconciler) askArchive(ctx context.Context, c *etcdv1alpha1.EtcdCluster, ip string) (agentapi.ArchiveState, error) {
+	read := r.ArchiveState
+	if read == nil {
+		read = httpArchiveState
+	}
+	ctx, cancel := context.WithTimeout(ctx, agentapi.ArchiveStatusTimeout)
+	defer cancel()
+	st, err := read(ctx, ip)
+	if err != nil {
+		return agentapi.ArchiveState{}, err
+	}
+	if st.Owner != string(c.UID) {
+		return agentapi.ArchiveState{}, fmt.Errorf("the agent at %s archives for owner %q, not for this cluster (%s)", ip, st.Owner, c.UID)
+	}
+	return st, nil
 }
 
 // archivePods counts the archive's pods that have not ended, terminating

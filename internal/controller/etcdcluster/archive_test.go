@@ -118,7 +118,7 @@ func TestArchiveRunsFromABaseAndReportsItsWindow(t *testing.T) {
 	runArchivePod(g, c, dep, "10.9.1.7")
 	at := time.Date(2026, 11, 28, 14, 3, 0, 0, time.UTC)
 	archives.set("10.9.1.7", agentapi.ArchiveState{
-		Phase: agentapi.ArchiveArchiving, BaseRevision: 4321, FirstRevision: 4322, FirstTime: at, LastRevision: 5000, LastTime: at.Add(time.Minute), Segments: 7,
+		Phase: agentapi.ArchiveArchiving, Owner: string(c.UID), BaseRevision: 4321, FirstRevision: 4322, FirstTime: at, LastRevision: 5000, LastTime: at.Add(time.Minute), Segments: 7,
 	})
 	poke(g, c)
 	g.Eventually(func(g Gomega) {
@@ -135,7 +135,7 @@ func TestArchiveRunsFromABaseAndReportsItsWindow(t *testing.T) {
 
 	// The agent finds the history compacted past its next revision: a new
 	// base, and the Deployment follows it.
-	archives.set("10.9.1.7", agentapi.ArchiveState{Phase: agentapi.ArchiveBroken, Cause: agentapi.ArchiveCauseCompacted,
+	archives.set("10.9.1.7", agentapi.ArchiveState{Phase: agentapi.ArchiveBroken, Cause: agentapi.ArchiveCauseCompacted, Owner: string(c.UID),
 		Message: "etcd compacted its history past revision 5001", BaseRevision: 4321, LastRevision: 5000})
 	poke(g, c)
 	next := &etcdv1alpha1.EtcdBackup{}

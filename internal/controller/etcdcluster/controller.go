@@ -35,7 +35,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.tend.dev,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create;patch;delete
@@ -99,8 +99,9 @@ func PVCCache() cache.ByObject { return manager.WithLabel(LabelCluster) }
 // Controller returns the etcdcluster controller for the manager's registry.
 // opts is read when the manager starts, after the flags are parsed.
 //
-// The cache holds the Secrets, ConfigMaps and Services that Tend made
-// (all labelled by labels()), and every Secret's metadata, so that a
+// The cache holds the Secrets, ConfigMaps, Services and Deployments (the
+// archive's) that Tend made (all labelled by labels()), and every Secret's
+// metadata, so that a
 // change to a user's Secret that spec.tls.secrets names starts a pass. The
 // user's Secrets themselves (Provided mode), and any object of Tend's that
 // lost its label, are read from the apiserver (manager.ReadThrough).
@@ -114,12 +115,13 @@ func Controller(opts *Options) manager.Controller {
 			&corev1.Secret{}:                manager.MadeByTend(),
 			&corev1.ConfigMap{}:             manager.MadeByTend(),
 			&corev1.Service{}:               manager.MadeByTend(),
+			&appsv1.Deployment{}:            manager.MadeByTend(),
 		},
 		Metadata: []client.Object{&corev1.Secret{}},
 		Metrics:  &Metrics,
 		Setup: func(mgr ctrl.Manager) error {
 			r := &Reconciler{
-				Client:               manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}),
+				Client:               manager.ReadThrough(mgr.GetClient(), mgr.GetAPIReader(), &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}, &appsv1.Deployment{}),
 				APIReader:            mgr.GetAPIReader(),
 				Recorder:             mgr.GetEventRecorder("tend-etcdcluster"),
 				MemberChangeInterval: opts.MemberChangeInterval,
@@ -187,6 +189,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, pods cache.
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&batchv1.Job{}).
+		Owns(&appsv1.Deployment{}).
 		// A user's TLS Secret is not ours to own, but its fix must start a
 		// pass. Its metadata tells which it is; the pass reads its data.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret), builder.OnlyMetadata).

@@ -77,13 +77,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 }
 
 // forget drops what the reconciler keeps in memory for a cluster that is
-// going or gone: its next look, its roll slot, and its revisions.
+// going or gone: its next look, its roll slot, its revisions and where
+// its archive answered.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.nextLook.Delete(key)
 	r.written.Delete(key)
 	r.going.forget(key)
 	r.rolls.release(key)
 	r.revisions.Delete(key)
+	r.archiveAt.Delete(key)
 }
 
 // reconcileNormal puts in place what every cluster has, whatever it does

@@ -67,6 +67,9 @@ type Reconciler struct {
 	// going are the member pods Tend deleted that the pod cache may not
 	// show deleting yet (pods.go).
 	going goingPods
+	// archiveAt is where each cluster's archive agent last answered
+	// (archive.go). Losing it costs one list of the archive's pods.
+	archiveAt sync.Map // types.NamespacedName → archiveAddr
 }
 
 // Members is what the controller asks of an etcd cluster; *etcd.Client

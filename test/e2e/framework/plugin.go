@@ -32,8 +32,11 @@ func (c *Cluster) KubectlTend(t testing.TB, args ...string) (string, error) {
 			pluginBuild.err = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-tend"), "./cmd/kubectl-tend")
+		// Built as the tend image's copy is (hack/cluster/images.sh), so
+		// that the build cache already holds its packages.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "kubectl-tend"), "./cmd/kubectl-tend")
 		cmd.Dir = c.Root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			pluginBuild.err = fmt.Errorf("building kubectl-tend: %w: %s", err, out)
 			return

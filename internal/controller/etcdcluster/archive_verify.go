@@ -51,20 +51,19 @@ func verifyInterval(a *etcdv1alpha1.ClusterArchive) time.Duration {
 }
 
 // verificationDue tells why the archive is to be verified now, or "": it
-// never was since it stored its first segment (before, there is nothing
-// but the base, which its own backup verified), the last verification is
-// an interval old, or someone asked.
-func verificationDue(c *etcdv1alpha1.EtcdCluster, st *etcdv1alpha1.ArchiveStatus, now time.Time) string {
+// never was since it stored its first segment (stored false: there is
+// nothing but the base, which its own backup verified), prev, the last
+// verification, is an interval old, or someone asked.
+func verificationDue(c *etcdv1alpha1.EtcdCluster, prev *etcdv1alpha1.ArchiveVerificationStatus, stored bool, now time.Time) string {
 	request := c.Annotations[etcdv1alpha1.AnnotationVerifyArchive]
 	interval := verifyInterval(c.Spec.Archive)
-	prev := st.Verification
 	switch {
 	case request != "" && (prev == nil || prev.Request != request):
 		return fmt.Sprintf("%s is %q", etcdv1alpha1.AnnotationVerifyArchive, request)
 	case interval <= 0:
 		return ""
 	case prev == nil || prev.Time == nil:
-		if st.LastRevision <= st.BaseRevision {
+		if !stored {
 			return ""
 		}
 		return "it was never verified"
@@ -161,7 +160,7 @@ func (r *Reconciler) verifyArchive(ctx context.Context, s *scope, base *etcdv1al
 			return nil
 		}
 	}
-	why := verificationDue(c, &etcdv1alpha1.ArchiveStatus{Verification: v, BaseRevision: st.BaseRevision, LastRevision: st.LastRevision}, s.now)
+	why := verificationDue(c, v, st.LastRevision > st.BaseRevision, s.now)
 	if why == "" || base.Status.Artifact == nil {
 		return nil
 	}

@@ -51,11 +51,7 @@ func TestVerificationDue(t *testing.T) {
 			if tc.request != "" {
 				c.Annotations = map[string]string{etcdv1alpha1.AnnotationVerifyArchive: tc.request}
 			}
-			st := &etcdv1alpha1.ArchiveStatus{Verification: tc.prev, BaseRevision: 100, LastRevision: 250}
-			if tc.empty {
-				st.LastRevision = 0
-			}
-			got := verificationDue(c, st, now)
+			got := verificationDue(c, tc.prev, !tc.empty, now)
 			if tc.want == "" {
 				g.Expect(got).To(BeEmpty())
 			} else {

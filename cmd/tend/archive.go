@@ -27,7 +27,7 @@ import (
 // archived cluster:
 //
 //	tend archive --connection-dir --client-tls-dir --to=URI [--s3-*] --owner=UID --base-revision=N
-//	             [--compression] [--segment-max-age] [--segment-max-bytes] [--status-address]
+//	             [--prune-before=N] [--compression] [--segment-max-age] [--segment-max-bytes] [--status-address]
 //
 // It serves its agentapi.ArchiveState as JSON at /status, its figures at
 // /metrics and its health at /healthz (ready at /readyz once archiving). On
@@ -45,6 +45,7 @@ func runArchive(args []string, stderr io.Writer) int {
 	fs.StringVar(&o.To, "to", "", "the archive's location: s3://bucket/prefix or file:///dir")
 	fs.StringVar(&o.Owner, "owner", "", "the EtcdCluster's UID; an archive that another owner's manifest claims is refused")
 	fs.Int64Var(&o.BaseRevision, "base-revision", 0, "the base backup's revision: the archive holds every revision after it")
+	fs.Int64Var(&o.PruneBefore, "prune-before", 0, "the oldest kept base backup's revision: once archiving, delete the segments that hold no revision after it (0: keep every segment)")
 	compression := fs.String("compression", string(agent.Zstd), "None, Gzip or Zstd")
 	fs.DurationVar(&o.MaxAge, "segment-max-age", 10*time.Second, "store a segment once its oldest revision is this old")
 	fs.IntVar(&o.MaxBytes, "segment-max-bytes", 8<<20, "store a segment once it holds this many bytes of changes")

@@ -71,6 +71,11 @@ type ArchiveOptions struct {
 	// every revision after it. An archive whose segments go further on
 	// goes on from its last segment.
 	BaseRevision int64
+	// PruneBefore, when positive, is the revision of the oldest base
+	// backup that the archive's retention keeps: once the archive runs,
+	// the segments that hold no revision after it are deleted, as
+	// Prune does.
+	PruneBefore int64
 	// Compression of the segments.
 	Compression Compression
 	// MaxAge and MaxBytes bound a segment: it is written once its oldest
@@ -213,6 +218,12 @@ func (a *Archiver) Run(ctx context.Context) error {
 		case <-a.o.Clock.After(archiveRetry):
 		}
 	}
+	if a.o.PruneBefore > 0 {
+		pctx, cancel := context.WithCancel(ctx)
+		pruned := make(chan struct{})
+		defer func() { cancel(); <-pruned }()
+		go func() { defer close(pruned); a.prune(pctx) }()
+	}
 	cli, err := a.connect(ctx)
 	if err != nil {
 		return err
@@ -248,6 +259,52 @@ func (a *Archiver) Run(ctx context.Context) error {
 		case <-a.o.Clock.After(archiveRetry):
 		}
 	}
+}
+
+// prune deletes the segments that only bases older than PruneBefore
+// needed, beside the archiving, and keeps the state's first revision and
+// count of segments true. A failure is logged and tried again a minute
+// later: the segments stay until a prune gets through.
+func (a *Archiver) prune(ctx context.Context) {
+	for {
+		err := a.pruneOnce(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		a.o.Log.Info("Pruning the archive failed; trying again", "before", a.o.PruneBefore, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.o.Clock.After(archivePruneRetry):
+		}
+	}
+}
+
+// archivePruneRetry is the pause after a prune failed.
+const archivePruneRetry = time.Minute
+
+func (a *Archiver) pruneOnce(ctx context.Context) error {
+	names, err := withTimeout(ctx, func(ctx context.Context) ([]string, error) { return listSegments(ctx, a.folder) })
+	if err != nil {
+		return err
+	}
+	p, first, err := pruneSegments(ctx, a.folder, names, a.o.Owner, a.o.PruneBefore, func() {
+		a.mu.Lock()
+		a.state.Segments--
+		a.mu.Unlock()
+	})
+	if first.First > 0 {
+		a.mu.Lock()
+		if a.state.FirstRevision < first.First {
+			a.state.FirstRevision, a.state.FirstTime = first.First, first.FirstTime
+		}
+		a.mu.Unlock()
+	}
+	if err != nil {
+		return err
+	}
+	a.o.Log.Info("Pruned the archive", "before", a.o.PruneBefore, "segments", p.Segments, "through", p.Through, "kept", p.Kept)
+	return nil
 }
 
 // maxBacklog is how many times a segment's size limit the revisions

@@ -59,12 +59,7 @@ func waitArchived(t *testing.T, a *Archiver, rev int64) {
 func readArchive(t *testing.T, uri string) []ArchivedRevision {
 	t.Helper()
 	g := NewWithT(t)
-	loc, err := ParseURI(uri)
-	g.Expect(err).NotTo(HaveOccurred())
-	f, err := openFolder(stepCtx(t), loc, s3Opts())
-	g.Expect(err).NotTo(HaveOccurred())
-	names, err := listSegments(stepCtx(t), f)
-	g.Expect(err).NotTo(HaveOccurred())
+	f, names := archiveFolder(t, uri)
 	var out []ArchivedRevision
 	for _, n := range names {
 		data, err := f.get(stepCtx(t), n)
@@ -525,4 +520,60 @@ func TestArchivePrune(t *testing.T) {
 	again, err := Prune(stepCtx(t), PruneOptions{Archive: uri, S3: s3Opts(), Owner: "uid", Before: newer.result.Snapshot.Revision})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again.Pruned.Segments).To(BeZero())
+}
+
+// TestArchiverPrunesAtStart: an archiver that starts again from a newer
+// base with PruneBefore at its revision deletes the segments that only the
+// older base needed, beside archiving: its state's first revision and
+// count of segments follow the deletions, the newer base replays to the
+// end, and the writes after the start are archived with no gap.
+func TestArchiverPrunesAtStart(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	live := startLive(t, 1, "root")
+	live.put(t, "a-", 10, 10)
+	bucket := newBucket(t)
+	older := baseBackup(t, live, bucket)
+	uri := "s3://" + bucket + "/archive"
+	o := ArchiveOptions{Etcd: live.Config, To: uri, S3: s3Opts(), Owner: "uid", BaseRevision: older.result.Snapshot.Revision, Compression: Zstd, MaxAge: 50 * time.Millisecond, MaxBytes: 512}
+	a, stop := runArchiver(t, o)
+	live.put(t, "b-", 40, 64)
+	newer := baseBackup(t, live, bucket)
+	waitArchived(t, a, live.put(t, "c-", 40, 64))
+	g.Expect(stop()).To(Succeed())
+	g.Expect(readArchive(t, uri)[0].Revision.Revision).To(Equal(older.result.Snapshot.Revision + 1))
+
+	o.BaseRevision, o.PruneBefore = newer.result.Snapshot.Revision, newer.result.Snapshot.Revision
+	a, stop = runArchiver(t, o)
+	last := live.put(t, "d-", 40, 64)
+	waitArchived(t, a, last)
+	g.Eventually(func() int64 { return a.State().FirstRevision }).WithTimeout(30*time.Second).
+		Should(BeNumerically(">", older.result.Snapshot.Revision+1), "the segments only the older base needed go")
+	g.Expect(stop()).To(Succeed())
+
+	st := a.State()
+	revs := readArchive(t, uri)
+	g.Expect(st.FirstRevision).To(Equal(revs[0].Revision.Revision), "the state's first revision is the archive's")
+	g.Expect(st.FirstRevision).To(BeNumerically("<=", newer.result.Snapshot.Revision+1), "the newer base keeps every revision after it")
+	g.Expect(st.Gaps).To(BeEmpty())
+	g.Expect(revs[len(revs)-1].Revision.Revision).To(Equal(last))
+	_, names := archiveFolder(t, uri)
+	g.Expect(st.Segments).To(Equal(len(names)), "the state counts the segments left")
+
+	_, rr, err := replayTo(t, newer, ReplayOptions{From: uri, S3: s3Opts(), Owner: "uid", Live: live.Config})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rr.Replayed.Reached).To(Equal(last))
+}
+
+// archiveFolder opens the archive at uri and lists its segments.
+func archiveFolder(t *testing.T, uri string) (folder, []string) {
+	t.Helper()
+	g := NewWithT(t)
+	loc, err := ParseURI(uri)
+	g.Expect(err).NotTo(HaveOccurred())
+	f, err := openFolder(stepCtx(t), loc, s3Opts())
+	g.Expect(err).NotTo(HaveOccurred())
+	names, err := listSegments(stepCtx(t), f)
+	g.Expect(err).NotTo(HaveOccurred())
+	return f, names
 }

@@ -25,11 +25,9 @@ type PruneOptions struct {
 }
 
 // Prune deletes, oldest first, the archive's segments that only restores
-// from a base older than o.Before would need: a segment goes when the one
-// after it starts at or below o.Before+1, so every revision it holds is at
-// or below o.Before. The newest segment always stays. It refuses an
-// archive that is not the owner's and a segment that another owner wrote,
-// and leaves it alone.
+// from a base older than o.Before would need (see pruneSegments). It
+// refuses an archive that is not the owner's and a segment that another
+// owner wrote, and leaves it alone.
 func Prune(ctx context.Context, o PruneOptions) (agentapi.Result, error) {
 	r := agentapi.Result{Op: agentapi.OpPrune}
 	if _, ok := ctx.Deadline(); !ok {
@@ -45,24 +43,48 @@ func Prune(ctx context.Context, o PruneOptions) (agentapi.Result, error) {
 	if err != nil {
 		return r, err
 	}
-	p := &agentapi.Pruned{Kept: len(names)}
-	r.Pruned = p
-	for i := 0; i+1 < len(names); i++ {
+	p, _, err := pruneSegments(ctx, f, names, o.Owner, o.Before, nil)
+	r.Pruned = &p
+	if err != nil {
+		return r, err
+	}
+	o.Log.Info("Pruned the archive", "archive", f.String(), "before", o.Before, "segments", p.Segments, "through", p.Through, "kept", p.Kept)
+	return r, nil
+}
+
+// pruneSegments deletes, oldest first, the segments of names (the
+// archive's, in revision order) that hold no revision after before: a
+// segment goes when the one after it starts at or below before+1, so the
+// one that holds before+1 stays, and so does the newest. Each segment's
+// header is read first, so that a segment another owner wrote stops it.
+// deleted, when not nil, is told of each deletion. It returns what it
+// did, and the header of the oldest segment kept (zero when it did not
+// get that far).
+func pruneSegments(ctx context.Context, f folder, names []string, owner string, before int64, deleted func()) (agentapi.Pruned, segmentHeader, error) {
+	p := agentapi.Pruned{Kept: len(names)}
+	i := 0
+	for ; i+1 < len(names); i++ {
 		nextFirst, _ := segmentFirst(names[i+1])
-		if nextFirst > o.Before+1 {
+		if nextFirst > before+1 {
 			break
 		}
-		h, err := withTimeout(ctx, func(ctx context.Context) (segmentHeader, error) { return readHeader(ctx, f, names[i], o.Owner) })
+		h, err := withTimeout(ctx, func(ctx context.Context) (segmentHeader, error) { return readHeader(ctx, f, names[i], owner) })
 		if err != nil {
-			return r, err
+			return p, segmentHeader{}, err
 		}
 		if err := withTimeoutErr(ctx, func(ctx context.Context) error { return f.remove(ctx, names[i]) }); err != nil {
-			return r, err
+			return p, segmentHeader{}, err
 		}
 		p.Segments++
 		p.Kept--
 		p.Through = h.Last
+		if deleted != nil {
+			deleted()
+		}
 	}
-	o.Log.Info("Pruned the archive", "archive", f.String(), "before", o.Before, "segments", p.Segments, "through", p.Through, "kept", p.Kept)
-	return r, nil
+	if i >= len(names) {
+		return p, segmentHeader{}, nil
+	}
+	first, err := withTimeout(ctx, func(ctx context.Context) (segmentHeader, error) { return readHeader(ctx, f, names[i], owner) })
+	return p, first, err
 }

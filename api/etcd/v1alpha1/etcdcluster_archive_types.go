@@ -11,6 +11,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="has(self.destination.s3) != has(self.destination.volume)",message="spec.archive.destination takes exactly one of s3 and volume"
 // +kubebuilder:validation:XValidation:rule="!has(self.destination.s3) || !has(self.destination.s3.key)",message="spec.archive.destination.s3 takes a prefix, not a key: the archive is a folder of objects"
+// +kubebuilder:validation:XValidation:rule="!has(self.retention) || duration(self.retention) >= duration('1h')",message="spec.archive.retention is at least 1h"
 type ClusterArchive struct {
 	// Destination is where the segments go: under
 	// <prefix><namespace>/<name>/archive-<uid> in a bucket, or
@@ -35,6 +36,17 @@ type ClusterArchive struct {
 	// +kubebuilder:default="1h"
 	// +optional
 	CompactionHold *metav1.Duration `json:"compactionHold,omitempty"`
+	// Retention is how far back a restore to a point can go. Without it
+	// the archive keeps every segment and every base backup that Tend
+	// took for it. With it, once a newer base backup (a scheduled or
+	// one-shot EtcdBackup of the cluster, or a base of Tend's) completed
+	// more than retention and an hour ago, the archive goes on from that
+	// base: the segments that only older bases needed are deleted, and so
+	// are the older base backups that Tend took for the archive, with
+	// their files. Other EtcdBackups stay for their own retention, but can
+	// no longer start a restore to a point.
+	// +optional
+	Retention *metav1.Duration `json:"retention,omitempty"`
 	// Verification replays the archive onto its base in a throwaway etcd,
 	// in a Job, and compares the store with the live cluster's at the
 	// revision reached (etcd's HashKV): every interval, and when the
@@ -79,6 +91,12 @@ type ArchiveStatus struct {
 	// its revision: the archive holds every revision after it.
 	BaseBackup   string `json:"baseBackup,omitempty"`
 	BaseRevision int64  `json:"baseRevision,omitempty"`
+	// PrunedThrough is the newest revision that the archive may no longer
+	// hold: spec.archive.retention moved its base to that revision, and
+	// the segments that only older bases needed are deleted. A base backup
+	// older than it cannot start a restore to a point.
+	// +optional
+	PrunedThrough int64 `json:"prunedThrough,omitempty"`
 	// Epoch counts the archive's starts from a new base: after it broke,
 	// or after a restore or recovery changed the history.
 	Epoch int32 `json:"epoch,omitempty"`

@@ -170,6 +170,14 @@ func TestValidationOnCreate(t *testing.T) {
 			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
 			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest(), Segment: etcdv1alpha1.ArchiveSegment{MaxAge: &metav1.Duration{Duration: time.Hour}}}
 		}, wantErr: "spec.archive.segment.maxAge is 1s to 10m"},
+		{name: "an archive kept for ten minutes", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
+			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest(), Retention: &metav1.Duration{Duration: 10 * time.Minute}}
+		}, wantErr: "spec.archive.retention is at least 1h"},
+		{name: "an archive kept for a week", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
+			s.Backup = &etcdv1alpha1.ClusterBackup{Destination: s3Dest()}
+			s.Archive = &etcdv1alpha1.ClusterArchive{Destination: s3Dest(), Retention: &metav1.Duration{Duration: 168 * time.Hour}}
+		}},
 		{name: "a bootstrap to a revision of an archive", spec: func(s *etcdv1alpha1.EtcdClusterSpec) {
 			s.Bootstrap = &etcdv1alpha1.Bootstrap{Restore: &etcdv1alpha1.BootstrapRestore{
 				Source:  &etcdv1alpha1.RestoreSource{S3: &etcdv1alpha1.S3Location{Bucket: "backups", Key: "etcd/db/kv-archive-base-0.db"}},

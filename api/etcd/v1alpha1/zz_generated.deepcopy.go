@@ -322,6 +322,11 @@ func (in *ClusterArchive) DeepCopyInto(out *ClusterArchive) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.Retention != nil {
+		in, out := &in.Retention, &out.Retention
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	in.Verification.DeepCopyInto(&out.Verification)
 }
 

@@ -95,14 +95,14 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		return nil
 	}
 
-	base, err := r.archiveBase(ctx, c, epoch)
+	base, err := r.archiveBase(ctx, c, prev, epoch)
 	if err != nil {
 		return err
 	}
 	if base != nil {
 		if why := archiveNeedsNewBase(base, nil, c.Status.Recovery); why != "" {
 			epoch++
-			r.event(c, corev1.EventTypeNormal, "ArchiveRestarting", "Archive", "The archive starts again from a new base backup, %s: %s", archiveBaseName(c, epoch), why)
+			r.event(c, corev1.EventTypeNormal, "ArchiveRestarting", "Archive", "The archive starts again from a new base backup, %s: %s", archiveBaseName(c, epoch, 0), why)
 			o.status, base = archiveStatusOf(prev, loc, "", 0, epoch, nil), nil
 		}
 	}
@@ -115,7 +115,7 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 	case failed && s.now.Sub(failedAt(base)) >= archiveRetryFailedBase:
 		epoch++
 		o.status = archiveStatusOf(prev, loc, "", 0, epoch, nil)
-		r.event(c, corev1.EventTypeWarning, "ArchiveBaseFailed", "Archive", "%s; taking another, %s", msg, archiveBaseName(c, epoch))
+		r.event(c, corev1.EventTypeWarning, "ArchiveBaseFailed", "Archive", "%s; taking another, %s", msg, archiveBaseName(c, epoch, 0))
 		return r.takeArchiveBase(ctx, s, w, o, epoch)
 	case failed:
 		o.reason, o.message = etcdv1alpha1.ReasonWaitingForBaseBackup, fmt.Sprintf("%s; Tend takes another %s after it failed", msg, archiveRetryFailedBase)
@@ -125,8 +125,16 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		return nil
 	}
 	o.status.BaseRevision = rev
+	if c.Spec.Archive.Retention != nil && w.pending == nil && s.obs.recovery == nil {
+		// Retention waits while a restore is on its way (it may start from
+		// an older base) and while a verification replays from this one.
+		if base, err = r.keepArchiveRetention(ctx, s, base, o.status); err != nil {
+			return err
+		}
+	}
+	rev, pruned := base.Status.Snapshot.Revision, o.status.PrunedThrough
 
-	want := archiveDeployment(c, rev, r.AgentImage, true)
+	want := archiveDeployment(c, rev, pruned, r.AgentImage, true)
 	if dep == nil {
 		o.reason, o.message = etcdv1alpha1.ReasonArchiveStarting, "The archive's pod is starting"
 		err := r.createOwned(ctx, c, want)
@@ -160,12 +168,13 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		return nil
 	}
 	o.status = archiveStatusOf(prev, loc, base.Name, rev, epoch, &state)
+	o.status.PrunedThrough = pruned
 	maxAge, _, _ := archiveSettings(c.Spec.Archive)
 	switch {
 	case archiveNeedsNewBase(nil, &state, nil) != "":
 		o.status.Epoch++
 		o.reason = etcdv1alpha1.ReasonArchiveBroken
-		o.message = state.Message + "; Tend takes a new base backup, " + archiveBaseName(c, epoch+1) + ", and the archive starts again from it"
+		o.message = state.Message + "; Tend takes a new base backup, " + archiveBaseName(c, epoch+1, 0) + ", and the archive starts again from it"
 		r.event(c, corev1.EventTypeWarning, "ArchiveBroken", "Archive", "%s", o.message)
 	case state.Phase == agentapi.ArchiveBroken:
 		o.reason = etcdv1alpha1.ReasonArchiveBroken
@@ -191,18 +200,37 @@ func archivingMessage(st *etcdv1alpha1.ArchiveStatus, maxAge time.Duration) stri
 	return fmt.Sprintf("Archived revisions %d to %d, stored within %s of their writes", st.FirstRevision, st.LastRevision, maxAge)
 }
 
-// archiveBase reads the base backup of epoch; nil when there is none.
-func (r *Reconciler) archiveBase(ctx context.Context, c *etcdv1alpha1.EtcdCluster, epoch int32) (*etcdv1alpha1.EtcdBackup, error) {
+// archiveBase reads the archive's base backup: the one status.archive
+// names for this epoch (retention moves it on to a newer one of Tend's),
+// or the epoch's first; nil when there is none.
+func (r *Reconciler) archiveBase(ctx context.Context, c *etcdv1alpha1.EtcdCluster, prev *etcdv1alpha1.ArchiveStatus, epoch int32) (*etcdv1alpha1.EtcdBackup, error) {
+	first := archiveBaseName(c, epoch, 0)
+	if prev != nil && prev.Epoch == epoch && prev.BaseBackup != "" && prev.BaseBackup != first {
+		b, err := r.readArchiveBase(ctx, c, prev.BaseBackup)
+		if err != nil || (b != nil && b.Labels[labelArchiveEpoch] == strconv.Itoa(int(epoch))) {
+			return b, err
+		}
+		// Not this epoch's (the archive broke since): its first base.
+	}
+	return r.readArchiveBase(ctx, c, first)
+}
+
+// readArchiveBase reads the base backup name, which c must control; nil
+// when there is none.
+func (r *Reconciler) readArchiveBase(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name string) (*etcdv1alpha1.EtcdBackup, error) {
 	b := &etcdv1alpha1.EtcdBackup{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: archiveBaseName(c, epoch)}, b)
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, b)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading EtcdBackup %s: %w", archiveBaseName(c, epoch), err)
+		return nil, fmt.Errorf("reading EtcdBackup %s: %w", name, err)
 	}
 	if !metav1.IsControlledBy(b, c) {
 		return nil, notOurs(c, "EtcdBackup", b)
+	}
+	if b.DeletionTimestamp != nil {
+		return nil, nil // going: a new base takes its place once it is gone
 	}
 	return b, nil
 }
@@ -216,7 +244,7 @@ func (r *Reconciler) takeArchiveBase(ctx context.Context, s *scope, w *world, o 
 		o.message = "The base backup is taken once the cluster serves"
 		return nil
 	}
-	b := archiveBaseBackup(c, epoch)
+	b := archiveBaseBackup(c, epoch, 0)
 	err := r.createOwned(ctx, c, b)
 	switch {
 	case apierrors.IsAlreadyExists(err):

@@ -40,9 +40,15 @@ const (
 // 60 characters for a cluster name of 52.
 func archiveDeploymentName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-archive" }
 
-// archiveBaseName is the base backup of the archive's epoch.
-func archiveBaseName(c *etcdv1alpha1.EtcdCluster, epoch int32) string {
-	return names.Child(c.Name, "-archive-base-"+strconv.Itoa(int(epoch)), names.EtcdBackup)
+// archiveBaseName is the base backup of the archive's epoch: seq 0 is the
+// one the epoch starts from, the others those that spec.archive.retention
+// takes after it.
+func archiveBaseName(c *etcdv1alpha1.EtcdCluster, epoch int32, seq int) string {
+	suffix := "-archive-base-" + strconv.Itoa(int(epoch))
+	if seq > 0 {
+		suffix += "-" + strconv.Itoa(seq)
+	}
+	return names.Child(c.Name, suffix, names.EtcdBackup)
 }
 
 // archiveLocation is the archive's folder: a prefix in the bucket, or a
@@ -56,18 +62,30 @@ func archiveLocation(c *etcdv1alpha1.EtcdCluster) podspec.Location {
 	return podspec.ArchiveVolume(a.Destination.Volume, path.Join(a.Destination.Volume.Path, rel), false)
 }
 
-// archiveBaseBackup is the base backup of epoch: a verified backup of the
-// cluster to spec.backup, owned by the cluster, whose file stays when it
-// is deleted (the archive's segments need it to be restored).
-func archiveBaseBackup(c *etcdv1alpha1.EtcdCluster, epoch int32) *etcdv1alpha1.EtcdBackup {
+// archiveBaseBackup is the base backup seq of epoch: a verified backup of
+// the cluster to spec.backup, owned by the cluster. Its file stays when
+// the cluster goes (the archive's segments need it to be restored): the
+// annotation etcd.tend.dev/keep-artifact keeps it, and the archive's
+// retention takes that annotation off before it deletes a base it no
+// longer needs, file and all.
+func archiveBaseBackup(c *etcdv1alpha1.EtcdCluster, epoch int32, seq int) *etcdv1alpha1.EtcdBackup {
 	b := finalBackup(c)
-	b.ObjectMeta = metav1.ObjectMeta{Name: archiveBaseName(c, epoch), Namespace: c.Namespace, Labels: b.Labels}
+	b.ObjectMeta = metav1.ObjectMeta{
+		Name: archiveBaseName(c, epoch, seq), Namespace: c.Namespace, Labels: b.Labels,
+		Annotations: map[string]string{etcdv1alpha1.AnnotationKeepArtifact: "true"},
+	}
 	b.Labels[labelArchiveEpoch] = strconv.Itoa(int(epoch))
+	b.Labels[labelArchiveBaseSeq] = strconv.Itoa(seq)
+	b.Spec.ArtifactPolicy = etcdv1alpha1.ArtifactDelete
 	return b
 }
 
-// labelArchiveEpoch marks a base backup with its epoch.
-const labelArchiveEpoch = "etcd.tend.dev/archive-epoch"
+// labelArchiveEpoch marks a base backup with its epoch, and
+// labelArchiveBaseSeq with its place among the epoch's bases.
+const (
+	labelArchiveEpoch   = "etcd.tend.dev/archive-epoch"
+	labelArchiveBaseSeq = "etcd.tend.dev/archive-base-seq"
+)
 
 // archivePodLabels label the agent's pod: not the members' labels, so that
 // the member pod cache, the Services and the budget never take it.
@@ -93,11 +111,12 @@ func archiveSettings(a *etcdv1alpha1.ClusterArchive) (maxAge time.Duration, maxB
 }
 
 // archiveDeployment runs `tend archive` for c from the base backup at
-// baseRevision: one pod, replaced only after the old one is gone
+// baseRevision, deleting the segments that hold no revision after
+// pruneBefore (0: none; see spec.archive.retention): one pod, replaced only after the old one is gone
 // (Recreate: two agents never write at once), with no Kubernetes API
 // access, under the restricted pod security. running false keeps it at
 // no pod, while a restore or recovery changes the history.
-func archiveDeployment(c *etcdv1alpha1.EtcdCluster, baseRevision int64, agentImage string, running bool) *appsv1.Deployment {
+func archiveDeployment(c *etcdv1alpha1.EtcdCluster, baseRevision, pruneBefore int64, agentImage string, running bool) *appsv1.Deployment {
 	a := c.Spec.Archive
 	loc := archiveLocation(c)
 	maxAge, maxBytes, _ := archiveSettings(a)
@@ -114,6 +133,9 @@ func archiveDeployment(c *etcdv1alpha1.EtcdCluster, baseRevision int64, agentIma
 		"--segment-max-bytes=" + strconv.FormatInt(maxBytes, 10),
 		"--status-address=:" + strconv.Itoa(archiveStatusPort),
 	}, loc.Args...)
+	if pruneBefore > 0 {
+		args = append(args, "--prune-before="+strconv.FormatInt(pruneBefore, 10))
+	}
 	volumes, mounts := connectionVolumes(c)
 	volumes, mounts = append(volumes, loc.Volumes...), append(mounts, loc.Mounts...)
 	probe := func(path string) *corev1.Probe {
@@ -250,8 +272,9 @@ func archiveFloor(c *etcdv1alpha1.EtcdCluster, now time.Time) int64 {
 func archiveStatusOf(prev *etcdv1alpha1.ArchiveStatus, loc string, base string, baseRev int64, epoch int32, state *agentapi.ArchiveState) *etcdv1alpha1.ArchiveStatus {
 	st := &etcdv1alpha1.ArchiveStatus{Location: loc, BaseBackup: base, BaseRevision: baseRev, Epoch: epoch}
 	if prev != nil {
-		// The last verification stays until the next, whatever the epoch.
-		st.Verification = prev.Verification
+		// The last verification stays until the next, and what retention
+		// pruned stays pruned, whatever the epoch.
+		st.Verification, st.PrunedThrough = prev.Verification, prev.PrunedThrough
 	}
 	if prev != nil && prev.Epoch == epoch {
 		st.FirstRevision, st.FirstTime = prev.FirstRevision, prev.FirstTime

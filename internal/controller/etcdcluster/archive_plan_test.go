@@ -27,15 +27,15 @@ func TestArchiveOnAVolume(t *testing.T) {
 	g := NewWithT(t)
 	c := archivedCluster(etcdv1alpha1.BackupDestination{Volume: &etcdv1alpha1.VolumeLocation{ClaimName: "backups", Path: "etcd"}})
 	g.Expect(archiveLocation(c).URI).To(Equal("pvc://backups/etcd/ns/kv/archive-" + string(c.UID)))
-	d := archiveDeployment(c, 42, "tend:test", true)
+	d := archiveDeployment(c, 42, 0, "tend:test", true)
 	pod := d.Spec.Template.Spec
 	g.Expect(pod.Containers[0].Command).To(ContainElement("--to=file:///archive/etcd/ns/kv/archive-" + string(c.UID)))
 	g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "backups")))
 	g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(SatisfyAll(HaveField("MountPath", "/archive"), HaveField("ReadOnly", false))))
 	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
 	g.Expect(*pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
-	g.Expect(archiveDeployment(c, 42, "tend:test", false).Spec.Replicas).To(Equal(ptr.To[int32](0)))
-	g.Expect(archiveDeployment(c, 43, "tend:test", true).Annotations[annotationArchiveSpec]).NotTo(Equal(d.Annotations[annotationArchiveSpec]), "a new base changes the pod")
+	g.Expect(archiveDeployment(c, 42, 0, "tend:test", false).Spec.Replicas).To(Equal(ptr.To[int32](0)))
+	g.Expect(archiveDeployment(c, 43, 0, "tend:test", true).Annotations[annotationArchiveSpec]).NotTo(Equal(d.Annotations[annotationArchiveSpec]), "a new base changes the pod")
 }
 
 // TestArchiveKeyFitsS3 holds the longest archive location, with its
@@ -117,7 +117,7 @@ func TestArchiveStatusOf(t *testing.T) {
 func TestArchivePodIsNotAMember(t *testing.T) {
 	g := NewWithT(t)
 	c := archivedCluster(etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "b"}})
-	l := archiveDeployment(c, 1, "tend:test", true).Spec.Template.Labels
+	l := archiveDeployment(c, 1, 0, "tend:test", true).Spec.Template.Labels
 	for k, v := range selector(c) {
 		g.Expect(l[k]).NotTo(Equal(v), k)
 	}

@@ -52,7 +52,7 @@ func TestArchiveAtRestReadsNoPods(t *testing.T) {
 	c.Status.Archive = &etcdv1alpha1.ArchiveStatus{BaseBackup: "main-archive-base-0", BaseRevision: 100, LastRevision: 900,
 		Verification: &etcdv1alpha1.ArchiveVerificationStatus{Time: &verified, Result: etcdv1alpha1.ReasonArchiveMatches}}
 
-	base := archiveBaseBackup(c, 0)
+	base := archiveBaseBackup(c, 0, 0)
 	g.Expect(controllerutil.SetControllerReference(c, base, scheme.Scheme)).To(Succeed())
 	done := metav1.NewTime(now.Add(-2 * time.Hour))
 	base.Status.CompletionTime = &done
@@ -60,7 +60,7 @@ func TestArchiveAtRestReadsNoPods(t *testing.T) {
 	for _, typ := range []string{etcdv1alpha1.BackupComplete, etcdv1alpha1.BackupVerified} {
 		apimeta.SetStatusCondition(&base.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "Test"})
 	}
-	dep := archiveDeployment(c, 100, "tend:test", true)
+	dep := archiveDeployment(c, 100, 0, "tend:test", true)
 	g.Expect(controllerutil.SetControllerReference(c, dep, scheme.Scheme)).To(Succeed())
 	dep.Generation = 1
 	pod := &corev1.Pod{

@@ -95,7 +95,7 @@ func TestArchiveRunsFromABaseAndReportsItsWindow(t *testing.T) {
 		g.Expect(got.Status.Archive.Location).To(Equal(fmt.Sprintf("s3://backups/etcd/%s/roll/archive-%s", c.Namespace, c.UID)))
 	}, wait).Should(Succeed())
 	ownedBy(g, base, c)
-	g.Expect(base.Spec.ArtifactPolicy).To(Equal(etcdv1alpha1.ArtifactRetain), "the segments need their base after the cluster")
+	g.Expect(base.Annotations).To(HaveKeyWithValue(etcdv1alpha1.AnnotationKeepArtifact, "true"), "the segments need their base after the cluster")
 	g.Expect(base.Spec.Destination.S3).To(Equal(s3))
 	finishBackup(g, base, 4321)
 

@@ -71,7 +71,7 @@ func TestArchiveVerifyJob(t *testing.T) {
 		s.Archive = &etcdv1alpha1.ClusterArchive{Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "bk", Prefix: "wal/"}}}
 		s.Backup = &etcdv1alpha1.ClusterBackup{Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "bk", Prefix: "snaps/"}}}
 	})
-	base := archiveBaseBackup(c, 2)
+	base := archiveBaseBackup(c, 2, 0)
 	base.Status.Artifact = &etcdv1alpha1.Artifact{URI: "s3://bk/snaps/db/main-archive-base-2.db", SHA256: "ab", Compression: etcdv1alpha1.CompressionNone}
 	job := archiveVerifyJob(c, base, "req-1", "tend:test")
 	g.Expect(job.Name).To(Equal("main-archive-verify"))
@@ -105,7 +105,7 @@ func TestVerifyArchive(t *testing.T) {
 		s.Archive = &etcdv1alpha1.ClusterArchive{Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "bk", Prefix: "wal/"}}}
 		s.Backup = &etcdv1alpha1.ClusterBackup{Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "bk", Prefix: "snaps/"}}}
 	})
-	base := archiveBaseBackup(c, 0)
+	base := archiveBaseBackup(c, 0, 0)
 	base.Status.Artifact = &etcdv1alpha1.Artifact{URI: "s3://bk/snaps/db/main-archive-base-0.db", Compression: etcdv1alpha1.CompressionNone}
 	k := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(c).Build()
 	r := &Reconciler{Client: k, APIReader: k, Pods: k, Recorder: events.NewFakeRecorder(20), AgentImage: "tend:test"}

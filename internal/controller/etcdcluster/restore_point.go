@@ -160,6 +160,10 @@ func (r *Reconciler) resolveRestoreOf(ctx context.Context, c *etcdv1alpha1.EtcdC
 		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, message: fmt.Sprintf(
 			"The base backup %s is at revision %d, after the target %s: name an older base, or leave backupRef out and Tend picks one", ref.Name, src.from.Revision, targetString(t))}, nil
 	}
+	if st := c.Status.Archive; st != nil && src.from.Revision < st.PrunedThrough {
+		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, message: fmt.Sprintf(
+			"The base backup %s is at revision %d, but the archive's retention deleted its revisions through %d: name a base at or after it, or leave backupRef out and Tend picks one", ref.Name, src.from.Revision, st.PrunedThrough)}, nil
+	}
 	if gap := gapCrossed(c.Status.Archive, src.from.Revision, t); gap != nil {
 		return nil, &restoreProgress{reason: etcdv1alpha1.ReasonRestoreFailed, failed: true, message: fmt.Sprintf(
 			"The archive lacks revisions %d to %d (%s), between the base at revision %d and the target %s: choose a target before revision %d, or at or after %d",
@@ -263,15 +267,19 @@ func (r *Reconciler) chooseBase(ctx context.Context, c *etcdv1alpha1.EtcdCluster
 // That is an epoch's own base, or any other backup of c (scheduled or
 // one-shot) taken during the current epoch, whose every later revision
 // the archive holds. A backup of an older cluster of the same name (made
-// before c was) never is: its history is not c's.
+// before c was) never is: its history is not c's; nor is one older than
+// what the archive's retention pruned.
 func isArchiveBase(c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup) bool {
 	if b.DeletionTimestamp != nil || b.Status.Snapshot == nil || !apimeta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.BackupComplete) {
 		return false
 	}
+	st := c.Status.Archive
+	if st != nil && b.Status.Snapshot.Revision < st.PrunedThrough {
+		return false // the archive's retention deleted the revisions after it
+	}
 	if _, ok := b.Labels[labelArchiveEpoch]; ok && b.Labels[labelClusterUID] == string(c.UID) && metav1.IsControlledBy(b, c) {
 		return true
 	}
-	st := c.Status.Archive
 	return b.Spec.ClusterRef.Name == c.Name && !b.CreationTimestamp.Before(&c.CreationTimestamp) &&
 		st != nil && st.BaseRevision > 0 && b.Status.Snapshot.Revision >= st.BaseRevision
 }

@@ -100,7 +100,7 @@ func TestRestoreTargetResolution(t *testing.T) {
 	last := metav1.NewTime(t0.Add(3 * time.Hour))
 	c.Status.Archive = &etcdv1alpha1.ArchiveStatus{LastRevision: 9000, LastTime: &last}
 	base := func(epoch int32, rev int64, done time.Time, complete bool) *etcdv1alpha1.EtcdBackup {
-		b := archiveBaseBackup(c, epoch)
+		b := archiveBaseBackup(c, epoch, 0)
 		b.OwnerReferences = []metav1.OwnerReference{{APIVersion: "etcd.tend.dev/v1alpha1", Kind: "EtcdCluster", Name: c.Name, UID: c.UID, Controller: ptr.To(true)}}
 		if complete {
 			b.Status.Snapshot = &etcdv1alpha1.SnapshotInfo{Revision: rev}

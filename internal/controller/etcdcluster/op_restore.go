@@ -23,10 +23,11 @@ import (
 // status.recovery, and stops the members.
 func (r *Reconciler) runStartRestore(ctx context.Context, s *scope, w *world, _ decision) error {
 	c, rs, src := s.cluster, w.pending.rs, w.pending.src
-	if rs.Spec.BackupRef != nil {
+	if src.from.Backup != "" {
 		// Before the members stop: the backup and its file stay until the
-		// restore is done.
-		if err := r.holdBackup(ctx, c, rs.Spec.BackupRef.Name); err != nil {
+		// restore is done, whether the EtcdRestore named it or Tend chose
+		// it among the archive's bases.
+		if err := r.holdBackup(ctx, c, src.from.Backup); err != nil {
 			return err
 		}
 	}

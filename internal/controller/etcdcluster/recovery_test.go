@@ -546,6 +546,28 @@ func ownedByCluster(g Gomega, obj client.Object, c *etcdv1alpha1.EtcdCluster) {
 	g.Expect(ref.UID).To(Equal(c.UID))
 }
 
+// TestARestoreToAPointHoldsTheBaseItChose: a restore to a point that
+// names no backup holds the base Tend chose for it, as one that names its
+// backup does: retention cannot take it while the restore reads it.
+func TestARestoreToAPointHoldsTheBaseItChose(t *testing.T) {
+	rs := inPlaceRestore("back", t0.Add(-time.Minute), true)
+	rs.Spec.BackupRef, rs.Spec.Target = nil, &etcdv1alpha1.RestoreTarget{Revision: 100}
+	w := newRecoveryWorld(t, func(c *etcdv1alpha1.EtcdCluster) {
+		dest := etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Location{Bucket: "bkt", Prefix: "etcd/"}}
+		c.Spec.Backup = &etcdv1alpha1.ClusterBackup{Destination: dest}
+		c.Spec.Archive = &etcdv1alpha1.ClusterArchive{Destination: dest}
+		c.Status.Archive = &etcdv1alpha1.ArchiveStatus{BaseRevision: 50, FirstRevision: 51, LastRevision: 500}
+	}, nightly(), rs)
+	g := w.g
+	w.pass()
+	c := w.cluster()
+	g.Expect(c.Status.Recovery).NotTo(BeNil())
+	g.Expect(w.restore("back").Status.RestoredFrom).To(HaveField("Backup", "nightly"))
+	backup := &etcdv1alpha1.EtcdBackup{}
+	w.get("nightly", backup)
+	g.Expect(backup.Finalizers).To(ContainElement(etcdv1alpha1.RestoreFinalizer(w.c.UID)))
+}
+
 func TestRestoreOfAnAvailableClusterNeedsConfirmation(t *testing.T) {
 	w := newRecoveryWorld(t, nil, nightly(), inPlaceRestore("back", t0.Add(-time.Minute), false))
 	g := w.g

@@ -125,9 +125,10 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		return nil
 	}
 	o.status.BaseRevision = rev
-	if c.Spec.Archive.Retention != nil && w.pending == nil && s.obs.recovery == nil {
+	if c.Spec.Archive.Retention != nil && w.pending == nil && s.obs.recovery == nil && w.members != nil && w.healthyQuorum {
 		// Retention waits while a restore is on its way (it may start from
-		// an older base) and while a verification replays from this one.
+		// an older base), while a verification replays from this one, and
+		// while the cluster would fail a new base.
 		if base, err = r.keepArchiveRetention(ctx, s, base, o.status); err != nil {
 			return err
 		}

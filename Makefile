@@ -137,12 +137,17 @@ test-unit: toolchain-envtest ## Unit and envtest tests (a real kube-apiserver an
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on the local cluster: brings it up, deploys Tend from its image.
 	hack/cluster/up.sh
-	$(CLUSTER_GO_TEST) -tags e2e $(E2E_TEST_FLAGS) ./test/e2e/...
+	rm -f $(E2E_TIMES); rc=0; $(CLUSTER_GO_TEST) -tags e2e $(E2E_TEST_FLAGS) ./test/e2e/... -args -e2e.times=$(E2E_TIMES) || rc=$$?; \
+		cat $(E2E_TIMES) 2>/dev/null || true; exit $$rc
 
 .PHONY: test-helm
 test-helm: ## Install Tend with the chart (helm install --wait) over the local cluster's Tend and run a sample.
 	hack/cluster/up.sh
 	HELM="$$($(TOOLCHAIN) helm)" $(CLUSTER_GO_TEST) -tags e2e $(E2E_TEST_FLAGS) ./test/helm/...
+
+# Each e2e test's running time, longest first, printed after the tests (the
+# parallel tests start in the order they are declared).
+E2E_TIMES := $(CURDIR)/.cache/e2e/times.txt
 
 # The chaos suite prints its table when it ends; go test shows a passing
 # package's output only with -v, so the table goes to a file and is printed.

@@ -43,6 +43,7 @@ type Cluster struct {
 
 	kubectl   string
 	artifacts string
+	times     timeTests
 }
 
 // Settings are what hack/cluster/settings.sh prints: the one source of the
@@ -95,7 +96,11 @@ func (c *Cluster) Run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if err := c.times.write(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: writing the tests' times: %v\n", err)
+	}
+	return code
 }
 
 // Start brings the local cluster up if it is not running, imports the test

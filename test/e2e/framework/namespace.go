@@ -24,9 +24,11 @@ var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 // Namespace creates a namespace for the calling test and deletes it when the
 // test ends. Its name starts with the test's name. When the test has failed,
 // the namespace's state and the cluster's logs are saved first (see
-// CollectArtifacts).
+// CollectArtifacts). The test's running time counts from here (see
+// timesFile).
 func (c *Cluster) Namespace(t testing.TB) string {
 	t.Helper()
+	c.times.start(t)
 	prefix := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(prefix) > 40 {
 		prefix = strings.TrimRight(prefix[:40], "-")

@@ -146,7 +146,7 @@ test-helm: ## Install Tend with the chart (helm install --wait) over the local c
 	HELM="$$($(TOOLCHAIN) helm)" $(CLUSTER_GO_TEST) -tags e2e $(E2E_TEST_FLAGS) ./test/helm/...
 
 # Each e2e test's running time, longest first, printed after the tests (the
-# parallel tests start in the order they are declared).
+# parallel tests start about in the order they are declared).
 E2E_TIMES := $(CURDIR)/.cache/e2e/times.txt
 
 # The chaos suite prints its table when it ends; go test shows a passing

@@ -17,8 +17,8 @@ import (
 
 // timesFile is where Run writes how long each test ran, longest first: go
 // test prints a passing package's output only with -v, so make prints the
-// file. The parallel tests run in the order they are declared; these times
-// tell which to declare first.
+// file. The parallel tests start about in the order they are declared;
+// these times tell which to declare first.
 var timesFile = flag.String("e2e.times", "", "write each test's running time to this file, longest first")
 
 // testTime is how long one test ran: from its namespace's creation (after

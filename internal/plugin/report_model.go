@@ -289,6 +289,9 @@ func archiveFacts(a *etcdv1alpha1.ArchiveStatus) []Fact {
 		}
 	}
 	facts := []Fact{{"Archive", window}, {"Archive lag", fmt.Sprintf("%ds", a.LagSeconds)}, {"Archive location", a.Location}}
+	if a.PrunedThrough > 0 {
+		facts = append(facts, Fact{"Archive pruned", fmt.Sprintf("through revision %d: no restore to a point starts from a backup before it", a.PrunedThrough)})
+	}
 	for _, g := range a.Gaps {
 		facts = append(facts, Fact{"Archive gap", fmt.Sprintf("revisions %d to %d: %s", g.From, g.To, g.Reason)})
 	}

@@ -207,6 +207,8 @@ func TestArchiveFacts(t *testing.T) {
 		{"Archive gap", "revisions 50 to 99: started again"},
 		{"Archive verified", "Matches at 2026-11-28T15:03:00Z, revision 880; Job kv-archive-verify runs again"},
 	}))
+	pruned := archiveFacts(&etcdv1alpha1.ArchiveStatus{BaseBackup: "kv-archive-base-1-3", BaseRevision: 700, PrunedThrough: 700})
+	g.Expect(pruned).To(ContainElement(Fact{"Archive pruned", "through revision 700: no restore to a point starts from a backup before it"}))
 	fresh := archiveFacts(&etcdv1alpha1.ArchiveStatus{BaseBackup: "kv-archive-base-0"})
 	g.Expect(fresh[0].Value).To(Equal("nothing stored yet; base kv-archive-base-0"))
 	g.Expect(fresh[len(fresh)-1]).To(Equal(Fact{"Archive verified", "not yet"}))

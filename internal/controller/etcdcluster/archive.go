@@ -134,8 +134,14 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		}
 	}
 	rev, pruned := base.Status.Snapshot.Revision, o.status.PrunedThrough
+	// The agent prunes only what status already says is pruned: no restore
+	// chooses a base whose revisions it is deleting.
+	var prunable int64
+	if prev != nil {
+		prunable = prev.PrunedThrough
+	}
 
-	want := archiveDeployment(c, rev, pruned, r.AgentImage, true)
+	want := archiveDeployment(c, rev, prunable, r.AgentImage, true)
 	if dep == nil {
 		o.reason, o.message = etcdv1alpha1.ReasonArchiveStarting, "The archive's pod is starting"
 		err := r.createOwned(ctx, c, want)

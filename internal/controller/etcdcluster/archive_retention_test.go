@@ -30,9 +30,9 @@ func finishBackupAt(g Gomega, b *etcdv1alpha1.EtcdBackup, rev int64, at time.Tim
 // TestArchiveRetentionMovesTheBaseOn: with spec.archive.retention, Tend
 // takes the archive's next base once the newest completed a retention
 // ago; once that one completed a retention ago, the archive goes on from
-// it (status, and the agent's --base-revision and --prune-before), and the
-// base it leaves is deleted, its file with it (the annotation that kept
-// the file comes off first). A scheduled backup older than the new base
+// it (status first, then the agent's --base-revision and --prune-before),
+// and the base it leaves is deleted, its file with it (the annotation that
+// kept the file comes off first). A scheduled backup older than the new base
 // can no longer start a restore to a point; one after it can.
 func TestArchiveRetentionMovesTheBaseOn(t *testing.T) {
 	g := NewWithT(t)
@@ -86,6 +86,11 @@ func TestArchiveRetentionMovesTheBaseOn(t *testing.T) {
 		got := getCluster(g, c)
 		g.Expect(got.Status.Archive).To(SatisfyAll(
 			HaveField("BaseBackup", "roll-archive-base-0-1"), HaveField("BaseRevision", int64(500)), HaveField("PrunedThrough", int64(500))))
+	}, wait).Should(Succeed())
+	// The agent prunes, and the old base goes, from the pass after status
+	// says so: no restore picks a base whose revisions are being deleted.
+	poke(g, c)
+	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, key("roll-archive"), dep)).To(Succeed())
 		g.Expect(dep.Spec.Template.Spec.Containers[0].Command).To(ContainElements("--base-revision=500", "--prune-before=500"))
 		err := env.Client.Get(ctx, key(first.Name), first)

@@ -118,4 +118,3 @@ func scheduledBackup(g Gomega, c *etcdv1alpha1.EtcdCluster, name string, rev int
 	finishBackupAt(g, b, rev, fakeClock.Now().Add(-90*time.Minute))
 	return b
 }
-

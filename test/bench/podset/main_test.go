@@ -36,6 +36,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if *flagProfile != "" {
+		// Made before anything runs: a profile is first written minutes
+		// into a benchmark.
+		if err := os.MkdirAll(*flagProfile, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "-profile: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
 	if err := stopRig(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping the benchmark's cluster: %v\n", err)

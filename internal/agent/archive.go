@@ -288,20 +288,29 @@ func (a *Archiver) pruneOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, first, err := pruneSegments(ctx, a.folder, names, a.o.Owner, a.o.PruneBefore, func() {
+	p, err := pruneSegments(ctx, a.folder, names, a.o.Owner, a.o.PruneBefore, func() {
 		a.mu.Lock()
 		a.state.Segments--
 		a.mu.Unlock()
 	})
-	if first.First > 0 {
-		a.mu.Lock()
-		if a.state.FirstRevision < first.First {
-			a.state.FirstRevision, a.state.FirstTime = first.First, first.FirstTime
-		}
-		a.mu.Unlock()
-	}
 	if err != nil {
 		return err
+	}
+	// The oldest segment kept is the archive's first now; its header,
+	// read only when the state is behind it, says when it was received.
+	a.mu.Lock()
+	known := a.state.FirstRevision
+	a.mu.Unlock()
+	if kept := names[p.Segments:]; len(kept) > 0 {
+		if first, _ := segmentFirst(kept[0]); first > known {
+			h, err := withTimeout(ctx, func(ctx context.Context) (segmentHeader, error) { return readHeader(ctx, a.folder, kept[0], a.o.Owner) })
+			if err != nil {
+				return err
+			}
+			a.mu.Lock()
+			a.state.FirstRevision, a.state.FirstTime = h.First, h.FirstTime
+			a.mu.Unlock()
+		}
 	}
 	a.o.Log.Info("Pruned the archive", "before", a.o.PruneBefore, "segments", p.Segments, "through", p.Through, "kept", p.Kept)
 	return nil

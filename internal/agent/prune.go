@@ -43,7 +43,7 @@ func Prune(ctx context.Context, o PruneOptions) (agentapi.Result, error) {
 	if err != nil {
 		return r, err
 	}
-	p, _, err := pruneSegments(ctx, f, names, o.Owner, o.Before, nil)
+	p, err := pruneSegments(ctx, f, names, o.Owner, o.Before, nil)
 	r.Pruned = &p
 	if err != nil {
 		return r, err
@@ -58,22 +58,20 @@ func Prune(ctx context.Context, o PruneOptions) (agentapi.Result, error) {
 // one that holds before+1 stays, and so does the newest. Each segment's
 // header is read first, so that a segment another owner wrote stops it.
 // deleted, when not nil, is told of each deletion. It returns what it
-// did, and the header of the oldest segment kept (zero when it did not
-// get that far).
-func pruneSegments(ctx context.Context, f folder, names []string, owner string, before int64, deleted func()) (agentapi.Pruned, segmentHeader, error) {
+// did; names[p.Segments:] are the segments kept.
+func pruneSegments(ctx context.Context, f folder, names []string, owner string, before int64, deleted func()) (agentapi.Pruned, error) {
 	p := agentapi.Pruned{Kept: len(names)}
-	i := 0
-	for ; i+1 < len(names); i++ {
+	for i := 0; i+1 < len(names); i++ {
 		nextFirst, _ := segmentFirst(names[i+1])
 		if nextFirst > before+1 {
 			break
 		}
 		h, err := withTimeout(ctx, func(ctx context.Context) (segmentHeader, error) { return readHeader(ctx, f, names[i], owner) })
 		if err != nil {
-			return p, segmentHeader{}, err
+			return p, err
 		}
 		if err := withTimeoutErr(ctx, func(ctx context.Context) error { return f.remove(ctx, names[i]) }); err != nil {
-			return p, segmentHeader{}, err
+			return p, err
 		}
 		p.Segments++
 		p.Kept--
@@ -82,9 +80,5 @@ func pruneSegments(ctx context.Context, f folder, names []string, owner string, 
 			deleted()
 		}
 	}
-	if i >= len(names) {
-		return p, segmentHeader{}, nil
-	}
-	first, err := withTimeout(ctx, func(ctx context.Context) (segmentHeader, error) { return readHeader(ctx, f, names[i], owner) })
-	return p, first, err
+	return p, nil
 }

@@ -38,13 +38,14 @@ type ClusterArchive struct {
 	CompactionHold *metav1.Duration `json:"compactionHold,omitempty"`
 	// Retention is how far back a restore to a point can go. Without it
 	// the archive keeps every segment and every base backup that Tend
-	// took for it. With it, once a newer base backup (a scheduled or
-	// one-shot EtcdBackup of the cluster, or a base of Tend's) completed
-	// more than retention and an hour ago, the archive goes on from that
-	// base: the segments that only older bases needed are deleted, and so
-	// are the older base backups that Tend took for the archive, with
-	// their files. Other EtcdBackups stay for their own retention, but can
-	// no longer start a restore to a point.
+	// took for it. With it, Tend takes a base backup of its own whenever
+	// its newest completed retention ago, and once one of them completed
+	// retention ago the archive goes on from it: the segments that only
+	// older bases needed are deleted, and so are Tend's older bases, with
+	// their files. The window so reaches back between retention and twice
+	// that. Other EtcdBackups stay for their own retention, but one older
+	// than status.archive.prunedThrough no longer starts a restore to a
+	// point.
 	// +optional
 	Retention *metav1.Duration `json:"retention,omitempty"`
 	// Verification replays the archive onto its base in a throwaway etcd,

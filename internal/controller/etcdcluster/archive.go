@@ -125,7 +125,7 @@ func (r *Reconciler) reconcileArchive(ctx context.Context, s *scope, w *world) e
 		return nil
 	}
 	o.status.BaseRevision = rev
-	if c.Spec.Archive.Retention != nil && w.pending == nil && s.obs.recovery == nil && w.members != nil && w.healthyQuorum {
+	if w.pending == nil && s.obs.recovery == nil && w.members != nil && w.healthyQuorum {
 		// Retention waits while a restore is on its way (it may start from
 		// an older base), while a verification replays from this one, and
 		// while the cluster would fail a new base.

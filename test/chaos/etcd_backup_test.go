@@ -48,7 +48,7 @@ func TestEtcdBackupManagerKills(t *testing.T) {
 	dest := cluster.S3Destination(t, ns, "chaos/")
 	s3c := cluster.MotoS3()
 	e := newEtcd(t, ns, 3)
-	jobs := watchUIDs(watchClient(t), &batchv1.JobList{}, client.InNamespace(ns))
+	jobs := watchUIDs(t, watchClient(t), &batchv1.JobList{}, client.InNamespace(ns))
 	defer func() { _ = jobs.stop() }()
 	q := watchQuorum(e, e.clientTLS(t))
 	defer q.stop()

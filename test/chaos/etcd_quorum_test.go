@@ -40,7 +40,7 @@ func TestEtcdQuorumLossManagerKills(t *testing.T) {
 	e := newEtcdWith(t, ns, 3, func(s *etcdv1alpha1.EtcdClusterSpec) {
 		s.QuorumLoss = etcdv1alpha1.QuorumLoss{Policy: etcdv1alpha1.QuorumLossAuto, After: &metav1.Duration{Duration: 20 * time.Second}}
 	})
-	jobs := watchUIDs(watchClient(t), &batchv1.JobList{}, client.InNamespace(ns))
+	jobs := watchUIDs(t, watchClient(t), &batchv1.JobList{}, client.InNamespace(ns))
 	defer func() { _ = jobs.stop() }()
 	r.Duplicates, r.Orphans, r.Acked, r.Lost = 0, 0, 0, 0
 

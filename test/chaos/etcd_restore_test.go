@@ -38,7 +38,7 @@ func TestEtcdRestoreManagerKills(t *testing.T) {
 	ns := cluster.Namespace(t)
 	dest := cluster.S3Destination(t, ns, "restores/")
 	e := newEtcd(t, ns, 3)
-	jobs := watchUIDs(watchClient(t), &batchv1.JobList{}, client.InNamespace(ns))
+	jobs := watchUIDs(t, watchClient(t), &batchv1.JobList{}, client.InNamespace(ns))
 	defer func() { _ = jobs.stop() }()
 
 	before := startWriter(t, e.client(t))

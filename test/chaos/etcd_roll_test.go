@@ -38,7 +38,7 @@ func TestEtcdRollManagerKills(t *testing.T) {
 	const n = 3
 	ns := cluster.Namespace(t)
 	e := newEtcdWith(t, ns, n, func(s *etcdv1alpha1.EtcdClusterSpec) { s.Version = from })
-	pods := watchUIDs(watchClient(t), &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{etcdClusterLabel: e.Name})
+	pods := watchUIDs(t, watchClient(t), &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{etcdClusterLabel: e.Name})
 	defer func() { _ = pods.stop() }()
 	q := watchQuorum(e, e.clientTLS(t))
 	defer q.stop()
@@ -85,18 +85,20 @@ func TestEtcdRollManagerKills(t *testing.T) {
 		})
 		e.waitReady(t, n)
 		after := pods.counts()
+		recreated := "every member re-created once"
 		for _, p := range old {
 			restarts := after[p.Name] - before[p.Name]
 			if restarts > 1 {
 				r.Duplicates = max(r.Duplicates, restarts-1)
+				recreated = "members re-created more than once"
 				t.Errorf("roll %d (%s): member pod %s was re-created %d times, want once", i+1, what, p.Name, restarts)
 			}
 		}
 		e.checkOrphanClaims(t, r, n)
 		waitWrites(t, w, 20)
 		r.Runs++
-		t.Logf("Roll %d: %s; manager %s killed %s in, a new one led after %.1fs; every member re-created once; settled; %d writes acknowledged so far",
-			i+1, what, k.Pod, delay.Round(time.Millisecond), k.Takeover.Seconds(), w.Acked())
+		t.Logf("Roll %d: %s; manager %s killed %s in, a new one led after %.1fs; %s; settled; %d writes acknowledged so far",
+			i+1, what, k.Pod, delay.Round(time.Millisecond), k.Takeover.Seconds(), recreated, w.Acked())
 	}
 	e.checkWrites(t, r, w, q)
 	if err := pods.stop(); err != nil {

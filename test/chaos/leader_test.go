@@ -155,7 +155,7 @@ func watchedPodSet(t *testing.T, ns, name string) (*appsv1alpha1.PodSet, *podWat
 		t.Fatal(err)
 	}
 	wc := watchClient(t)
-	w := watchPods(wc, ns, client.MatchingLabels{appsv1alpha1.LabelPodSet: ps.Name}, 1)
+	w := watchPods(t, wc, ns, client.MatchingLabels{appsv1alpha1.LabelPodSet: ps.Name}, 1)
 	waitPodSet(t, ps, 1)
 	return ps, w
 }

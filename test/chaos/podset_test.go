@@ -35,7 +35,7 @@ func TestPodSetManagerKills(t *testing.T) {
 	if err := cluster.Client.Create(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
-	w := watchPods(wc, ns, client.MatchingLabels{appsv1alpha1.LabelPodSet: ps.Name}, 2)
+	w := watchPods(t, wc, ns, client.MatchingLabels{appsv1alpha1.LabelPodSet: ps.Name}, 2)
 	defer func() { _ = w.stop() }()
 	waitPodSet(t, ps, 2)
 

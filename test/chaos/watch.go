@@ -38,15 +38,19 @@ type podWatch struct {
 	done     chan struct{}
 }
 
-// watchPods starts a podWatch; stop ends it.
-func watchPods(c client.WithWatch, ns string, sel client.MatchingLabels, allowed int) *podWatch {
+// watchPods starts a podWatch and returns once it has the pods that exist
+// now; stop ends it.
+func watchPods(t *testing.T, c client.WithWatch, ns string, sel client.MatchingLabels, allowed int) *podWatch {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &podWatch{live: map[string]bool{}, allowed: allowed, orphans: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx, c, ns, sel)
+	listed := newListed()
+	go w.run(ctx, c, ns, sel, listed.done)
+	listed.wait(t, "the pods of "+ns, w.stop)
 	return w
 }
 
-func (w *podWatch) run(ctx context.Context, c client.WithWatch, ns string, sel client.MatchingLabels) {
+func (w *podWatch) run(ctx context.Context, c client.WithWatch, ns string, sel client.MatchingLabels, listed func()) {
 	defer close(w.done)
 	follow(ctx, c, &corev1.PodList{}, []client.ListOption{client.InNamespace(ns), sel}, func() {
 		w.mu.Lock()
@@ -56,15 +60,44 @@ func (w *podWatch) run(ctx context.Context, c client.WithWatch, ns string, sel c
 		if p, ok := obj.(*corev1.Pod); ok {
 			w.observe(typ, p)
 		}
-	}, w.errs.set)
+	}, listed, w.errs.set)
+}
+
+// listedSignal tells a watch's starter that its first list was observed:
+// what the test counts from then on is measured against what existed
+// before it acted, not against a list that came in late.
+type listedSignal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newListed() *listedSignal { return &listedSignal{ch: make(chan struct{})} }
+
+// done marks the list observed; later calls do nothing.
+func (l *listedSignal) done() { l.once.Do(func() { close(l.ch) }) }
+
+// listWait bounds the wait for a watch's first list.
+const listWait = time.Minute
+
+// wait returns once the first list was observed; past listWait it stops
+// the watch and fails t.
+func (l *listedSignal) wait(t *testing.T, what string, stop func() error) {
+	t.Helper()
+	select {
+	case <-l.ch:
+	case <-time.After(listWait):
+		err := stop()
+		t.Fatalf("the watch of %s did not list them within %s: %v", what, listWait, err)
+	}
 }
 
 // follow lists the objects of list's kind, then watches from the list's
 // version, until ctx ends: a watch that the apiserver ends is taken up again
 // without a gap. Before each list it calls reset; every listed object comes
-// to observe as Added, every watch event as it came.
+// to observe as Added, then listed is called; every watch event comes to
+// observe as it came.
 func follow(ctx context.Context, c client.WithWatch, list client.ObjectList, opts []client.ListOption,
-	reset func(), observe func(watch.EventType, client.Object), fail func(error)) {
+	reset func(), observe func(watch.EventType, client.Object), listed func(), fail func(error)) {
 	for ctx.Err() == nil {
 		if err := c.List(ctx, list, opts...); err != nil {
 			fail(err)
@@ -82,6 +115,7 @@ func follow(ctx context.Context, c client.WithWatch, list client.ObjectList, opt
 				observe(watch.Added, o)
 			}
 		}
+		listed()
 		wopts := append(slices.Clone(opts), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
 		wi, err := c.Watch(ctx, list, wopts...)
 		if err != nil {
@@ -197,10 +231,14 @@ type uidWatch struct {
 	done   chan struct{}
 }
 
-// watchUIDs starts a uidWatch of list's kind; stop ends it.
-func watchUIDs(c client.WithWatch, list client.ObjectList, opts ...client.ListOption) *uidWatch {
+// watchUIDs starts a uidWatch of list's kind and returns once it has the
+// objects that exist now, so that counts taken next are a true baseline;
+// stop ends it.
+func watchUIDs(t *testing.T, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) *uidWatch {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &uidWatch{uids: map[string]map[types.UID]bool{}, cancel: cancel, done: make(chan struct{})}
+	listed := newListed()
 	go func() {
 		defer close(u.done)
 		follow(ctx, c, list, opts, func() {}, func(_ watch.EventType, o client.Object) {
@@ -210,8 +248,9 @@ func watchUIDs(c client.WithWatch, list client.ObjectList, opts ...client.ListOp
 				u.uids[o.GetName()] = map[types.UID]bool{}
 			}
 			u.uids[o.GetName()][o.GetUID()] = true
-		}, u.errs.set)
+		}, listed.done, u.errs.set)
 	}()
+	listed.wait(t, fmt.Sprintf("%T", list), u.stop)
 	return u
 }
 

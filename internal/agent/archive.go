@@ -118,6 +118,9 @@ type Archiver struct {
 	// leaseTTLs are the granted TTLs of the leases seen, so that each
 	// lease is looked up once (only follow uses it).
 	leaseTTLs map[int64]int64
+	// skipThrough is the last revision of a segment that another agent
+	// stored: revisions up to it arrive from the watch and are dropped.
+	skipThrough int64
 }
 
 // maxLeaseTTLs bounds leaseTTLs: past it, the map starts again empty.
@@ -189,10 +192,12 @@ func (a *Archiver) setBroken(err error) {
 
 // Run archives until ctx ends, then stores what it received, and returns
 // nil. It returns early with an error that no retry of its own can fix:
-// the archive is another owner's, another agent writes to it
-// (ErrRefused), a segment does not read (ErrCorrupt), or etcd compacted its history past the archive's last
+// the archive is another owner's (ErrRefused), a segment does not read
+// (ErrCorrupt), or etcd compacted its history past the archive's last
 // revision (etcd.ErrCompacted: the archive is broken until it starts again
-// from a newer base backup). Every other failure (a member or the store
+// from a newer base backup). Another agent of the same archive beside it
+// is no error: each segment's name is claimed once, and each agent goes
+// on after the other's segments (flush). Every other failure (a member or the store
 // that does not answer) is retried, the revisions received kept.
 func (a *Archiver) Run(ctx context.Context) error {
 	loc, _ := ParseURI(a.o.To)
@@ -247,7 +252,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 			err = fmt.Errorf("etcd compacted its history past revision %d, the next to archive: the archive cannot go on from its last segment; it needs a newer base backup: %w", next, err)
 			a.setBroken(err)
 			return err
-		case errors.Is(err, ErrRefused):
+		case errors.Is(err, ErrRefused) || errors.Is(err, ErrCorrupt):
 			a.setBroken(err)
 			return err
 		}
@@ -592,6 +597,9 @@ func tickOf(maxAge time.Duration) time.Duration {
 func (a *Archiver) receive(r ArchivedRevision) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if r.Revision.Revision <= a.skipThrough {
+		return // in a segment another agent stored
+	}
 	a.pending = append(a.pending, r)
 	a.pendingBytes += revisionSize(r.Revision)
 }
@@ -625,7 +633,10 @@ func (a *Archiver) idle() bool {
 
 // flush stores the pending revisions as segments of at most MaxBytes
 // each (a revision larger than that alone), oldest first. A write that
-// fails leaves the revisions it held, and those after, pending.
+// fails leaves the revisions it held, and those after, pending. A segment
+// that another agent of this archive stored first at the same revision is
+// taken as stored: what it holds is dropped from pending, and the next
+// segment starts after it.
 func (a *Archiver) flush(ctx context.Context) error {
 	for {
 		a.mu.Lock()
@@ -643,41 +654,68 @@ func (a *Archiver) flush(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := a.put(ctx, h, data); err != nil {
+		there, err := a.put(ctx, h, data)
+		if err != nil {
 			return err
 		}
 		a.mu.Lock()
+		if there != nil {
+			h = *there
+			a.skipThrough = max(a.skipThrough, h.Last)
+			n, size = 0, 0
+			for n < len(a.pending) && a.pending[n].Revision.Revision <= h.Last {
+				size += revisionSize(a.pending[n].Revision)
+				n++
+			}
+		}
 		a.pending = a.pending[n:]
 		a.pendingBytes -= size
 		if len(a.pending) == 0 {
 			a.pending, a.pendingBytes = nil, 0
 		}
-		s := &a.state
-		if s.FirstRevision == 0 {
-			s.FirstRevision, s.FirstTime = h.First, h.FirstTime
+		st := &a.state
+		if st.FirstRevision == 0 {
+			st.FirstRevision, st.FirstTime = h.First, h.FirstTime
 		}
-		s.LastRevision, s.LastTime = h.Last, h.LastTime
-		s.Segments++
-		s.Bytes += int64(len(data))
+		st.LastRevision, st.LastTime = h.Last, h.LastTime
+		st.Segments++
+		if there == nil {
+			st.Bytes += int64(len(data))
+		}
 		a.mu.Unlock()
+		if there != nil {
+			a.o.Log.Info("Another agent of this archive stored the segment from this revision first (one that ran before this one and had not stopped yet, or one beside it); going on after it",
+				"first", h.First, "last", h.Last)
+			continue
+		}
 		a.o.Log.V(1).Info("Stored a segment", "first", h.First, "last", h.Last, "changes", h.Changes, "bytes", len(data))
 	}
 }
 
 // put stores one segment. A segment at its name that holds the same
 // revisions with the same checksum is this agent's own, from a write whose
-// answer was lost: stored. Any other is another agent's: refused.
-func (a *Archiver) put(ctx context.Context, h segmentHeader, data []byte) error {
+// answer was lost: stored, and there is nil. Any other of the same owner
+// was stored by another agent of this archive (a pod force-deleted, or cut
+// off from the apiserver, runs on beside its successor for a while):
+// names are claimed once, by conditional writes, so the two never store
+// the same revision twice, and there is its header for the caller to go
+// on after. A segment of another owner is refused.
+func (a *Archiver) put(ctx context.Context, h segmentHeader, data []byte) (*segmentHeader, error) {
 	ctx, cancel := context.WithTimeout(ctx, archiveCallTimeout)
 	defer cancel()
 	name := segmentName(h.First)
 	err := a.folder.putNew(ctx, name, data, a.o.Owner)
 	if !errors.Is(err, errExists) {
-		return err
+		return nil, err
 	}
 	there, err := readHeader(ctx, a.folder, name, a.o.Owner)
-	if err == nil && there.Last == h.Last && there.SHA256 == h.SHA256 {
-		return nil
+	switch {
+	case err != nil:
+		return nil, err
+	case there.First != h.First || there.Last < there.First:
+		return nil, fmt.Errorf("%w: the segment %s/%s says it holds revisions %d to %d", ErrCorrupt, a.folder, name, there.First, there.Last)
+	case there.Last == h.Last && there.SHA256 == h.SHA256:
+		return nil, nil
 	}
-	return fmt.Errorf("%w: a segment from revision %d is in %s already and is not the one this agent wrote: another agent writes to this archive", ErrRefused, h.First, a.folder)
+	return &there, nil
 }

@@ -306,8 +306,7 @@ func TestReplayOfAnArchiveWithNothingAfterItsBase(t *testing.T) {
 }
 
 // TestArchiveRefusals: an archive that another cluster owns is left alone;
-// a base older than etcd's compaction breaks the archive, which says so;
-// two agents on one archive never both store a segment.
+// a base older than etcd's compaction breaks the archive, which says so.
 func TestArchiveRefusals(t *testing.T) {
 	t.Parallel()
 	live := startLive(t, 1, "root")
@@ -347,7 +346,50 @@ func TestArchiveRefusals(t *testing.T) {
 		g.Expect(s.Message).To(ContainSubstring("newer base backup"))
 	})
 
-	t.Run("a second agent on the same archive", func(t *testing.T) {
+}
+
+// TestArchiveAgentsBesideEachOther: a force-deleted pod runs on beside its
+// successor for a moment, and a pod on a node cut off from the apiserver
+// beside its replacement for longer. Two agents of one archive both go
+// on, each after the segments the other stored first, and the archive
+// chains with no gap and no revision stored twice.
+func TestArchiveAgentsBesideEachOther(t *testing.T) {
+	t.Parallel()
+	live := startLive(t, 1, "root")
+
+	t.Run("an agent that read the archive before the other's segments", func(t *testing.T) {
+		g := NewWithT(t)
+		uri := "s3://" + newBucket(t) + "/successor"
+		base := live.put(t, "a-", 1, 10)
+		o := ArchiveOptions{Etcd: live.Config, To: uri, S3: s3Opts(), Owner: "uid", BaseRevision: base, Compression: Zstd, MaxAge: time.Hour, MaxBytes: 1 << 20}
+		// slow opens the archive first and holds what it receives until
+		// it stops; quick stores the same revisions in the meantime.
+		slow, stopSlow := runArchiver(t, o)
+		g.Eventually(func() string { return slow.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(agentapi.ArchiveArchiving))
+		o.MaxAge = 100 * time.Millisecond
+		quick, stopQuick := runArchiver(t, o)
+		var last int64
+		for range 5 {
+			last = live.put(t, "b-", 2, 10)
+			time.Sleep(200 * time.Millisecond) // past quick's segment age
+		}
+		waitArchived(t, quick, last)
+		g.Expect(quick.State().Segments).To(BeNumerically(">", 1), "quick stored more than one segment: slow meets several")
+		g.Eventually(func() int64 { return pendingThrough(slow) }).WithTimeout(30 * time.Second).Should(Equal(last))
+		g.Expect(stopQuick()).To(Succeed())
+
+		g.Expect(stopSlow()).To(Succeed(), "slow goes on after quick's segments")
+		s := slow.State()
+		g.Expect(s.Phase).To(Equal(agentapi.ArchiveArchiving))
+		g.Expect(s.LastRevision).To(Equal(last))
+		g.Expect(s.Segments).To(Equal(quick.State().Segments))
+		g.Expect(s.Bytes).To(BeZero(), "every revision slow held was stored already: it wrote nothing")
+		revs := readArchive(t, uri) // chained: no overlap, no gap
+		g.Expect(revs[0].Revision.Revision).To(Equal(base + 1))
+		g.Expect(revs[len(revs)-1].Revision.Revision).To(Equal(last))
+	})
+
+	t.Run("two agents at once", func(t *testing.T) {
 		g := NewWithT(t)
 		uri := "s3://" + newBucket(t) + "/shared"
 		base := live.put(t, "d-", 1, 10)
@@ -359,21 +401,24 @@ func TestArchiveRefusals(t *testing.T) {
 			last = live.put(t, "e-", 3, 10)
 			time.Sleep(50 * time.Millisecond)
 		}
-		// At least one of them stored the last write; one that lost a
-		// race for a segment's name is broken, never overlapping.
-		g.Eventually(func() int64 { return max(one.State().LastRevision, two.State().LastRevision) }).
-			WithTimeout(30 * time.Second).Should(BeNumerically(">=", last))
-		errOne, errTwo := stopOne(), stopTwo()
-		for _, err := range []error{errOne, errTwo} {
-			if err != nil {
-				g.Expect(err).To(MatchError(ErrRefused))
-				g.Expect(err).To(MatchError(ContainSubstring("another agent")))
-			}
-		}
+		waitArchived(t, one, last)
+		waitArchived(t, two, last)
+		g.Expect(stopOne()).To(Succeed())
+		g.Expect(stopTwo()).To(Succeed())
 		revs := readArchive(t, uri) // chained: no overlap, no gap
 		g.Expect(revs[0].Revision.Revision).To(Equal(base + 1))
-		g.Expect(revs[len(revs)-1].Revision.Revision).To(BeNumerically(">=", last))
+		g.Expect(revs[len(revs)-1].Revision.Revision).To(Equal(last))
 	})
+}
+
+// pendingThrough is the last revision a holds unstored, or 0.
+func pendingThrough(a *Archiver) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.pending) == 0 {
+		return 0
+	}
+	return a.pending[len(a.pending)-1].Revision.Revision
 }
 
 // TestArchiveStartsAgainFromANewerBase: an agent started from a base newer

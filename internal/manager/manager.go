@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
+	"runtime/debug"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -144,11 +146,21 @@ func sharedLimiter(cfg *rest.Config) *rest.Config {
 // lost the Lease, whether its leader elector or the controllers' write
 // fence finds it first.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, controllers []Controller) error {
+	log := ctrl.LoggerFrom(ctx)
+	soft, why, err := softMemoryLimit(opts.SoftMemoryLimitPercent, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if soft > 0 {
+		debug.SetMemoryLimit(soft)
+		log.Info("Set the Go runtime's soft memory limit", "bytes", soft, "from", why)
+	} else {
+		log.Info("No soft memory limit set by the manager", "because", why)
+	}
 	mgr, err := New(cfg, opts, controllers)
 	if err != nil {
 		return err
 	}
-	log := ctrl.LoggerFrom(ctx)
 	log.Info("Starting the manager", "controllers", names(controllers), "leaderElection", opts.LeaderElect)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)

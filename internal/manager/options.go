@@ -57,6 +57,11 @@ type Options struct {
 	QPS   float64
 	Burst int
 
+	// SoftMemoryLimitPercent sets the Go runtime's soft memory limit to
+	// this share of the container's memory limit (MEMORY_LIMIT, in bytes),
+	// unless GOMEMLIMIT is set; 0 sets none (memlimit.go).
+	SoftMemoryLimitPercent int
+
 	// Webhook is the webhook server's: its port, and who provides its
 	// serving certificate.
 	Webhook webhook.Options
@@ -78,6 +83,8 @@ func DefaultOptions() Options {
 		Controllers:      []string{"*"},
 		QPS:              -1,
 		Webhook:          webhook.DefaultOptions(),
+
+		SoftMemoryLimitPercent: 90,
 	}
 }
 
@@ -119,6 +126,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Requests per second from all the controllers together to the apiserver (one shared token bucket; the cache's watches and leader election have their own); negative leaves rate limiting to API Priority and Fairness.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst,
 		"Burst of the controllers' shared token bucket, with a positive --kube-api-qps.")
+	fs.IntVar(&o.SoftMemoryLimitPercent, "soft-memory-limit-percent", o.SoftMemoryLimitPercent,
+		"The Go runtime's soft memory limit as a percentage of the container's memory limit, read in bytes from "+MemoryLimitEnv+
+			" (the Downward API's limits.memory); GOMEMLIMIT, when set, wins; 0 sets none.")
 	o.Webhook.BindFlags(fs)
 	o.Zap.BindFlags(fs)
 }

@@ -85,7 +85,10 @@
 //     it; the goal is at most 1.1 × the raw client's time), and the
 //     settled sets are left idle for -f2.idle (60 s), in which every write
 //     but kwok's (pod status, Nodes, Leases: WriterOf) counts against the
-//     goal of none. The manager's heap is then read from its own /metrics
+//     goal of none. The manager runs with -f2.memory-limit (512Mi) in
+//     MEMORY_LIMIT, as the Deployment's Downward API gives it, so with the
+//     soft memory limit it would have in such a pod (the peak heap in use
+//     while scaling is held to 512 MiB too). The manager's heap is then read from its own /metrics
 //     (go_memstats_heap_inuse_bytes, the goal: at most 512 MiB with every
 //     pod cached), once as it is and once after a full GC that
 //     /debug/pprof/heap?gc=1 forces, beside process_resident_memory_bytes

@@ -118,8 +118,9 @@ type Archiver struct {
 	// leaseTTLs are the granted TTLs of the leases seen, so that each
 	// lease is looked up once (only follow uses it).
 	leaseTTLs map[int64]int64
-	// skipThrough is the last revision of a segment that another agent
-	// stored: revisions up to it arrive from the watch and are dropped.
+	// skipThrough is the last revision stored: one up to it that the watch
+	// brings (a segment another agent stored reaches past what this one
+	// received) is dropped.
 	skipThrough int64
 }
 
@@ -197,8 +198,8 @@ func (a *Archiver) setBroken(err error) {
 // revision (etcd.ErrCompacted: the archive is broken until it starts again
 // from a newer base backup). Another agent of the same archive beside it
 // is no error: each segment's name is claimed once, and each agent goes
-// on after the other's segments (flush). Every other failure (a member or the store
-// that does not answer) is retried, the revisions received kept.
+// on after the other's segments (flush). Every other failure (a member or
+// the store that does not answer) is retried, the revisions received kept.
 func (a *Archiver) Run(ctx context.Context) error {
 	loc, _ := ParseURI(a.o.To)
 	var err error
@@ -212,7 +213,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 		if next, err = a.open(ctx); err == nil {
 			break
 		}
-		if errors.Is(err, ErrRefused) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum) || errors.Is(err, ErrInvalid) {
+		if cannotGoOn(err) {
 			a.setBroken(err)
 			return err
 		}
@@ -252,7 +253,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 			err = fmt.Errorf("etcd compacted its history past revision %d, the next to archive: the archive cannot go on from its last segment; it needs a newer base backup: %w", next, err)
 			a.setBroken(err)
 			return err
-		case errors.Is(err, ErrRefused) || errors.Is(err, ErrCorrupt):
+		case cannotGoOn(err):
 			a.setBroken(err)
 			return err
 		}
@@ -264,6 +265,12 @@ func (a *Archiver) Run(ctx context.Context) error {
 		case <-a.o.Clock.After(archiveRetry):
 		}
 	}
+}
+
+// cannotGoOn tells whether err is one that no retry fixes: another
+// owner's archive, a damaged segment, or a bad option.
+func cannotGoOn(err error) bool {
+	return errors.Is(err, ErrRefused) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum) || errors.Is(err, ErrInvalid)
 }
 
 // prune deletes the segments that only bases older than PruneBefore
@@ -598,7 +605,7 @@ func (a *Archiver) receive(r ArchivedRevision) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r.Revision.Revision <= a.skipThrough {
-		return // in a segment another agent stored
+		return // stored already, by another agent
 	}
 	a.pending = append(a.pending, r)
 	a.pendingBytes += revisionSize(r.Revision)
@@ -658,38 +665,42 @@ func (a *Archiver) flush(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		a.mu.Lock()
 		if there != nil {
-			h = *there
-			a.skipThrough = max(a.skipThrough, h.Last)
-			n, size = 0, 0
-			for n < len(a.pending) && a.pending[n].Revision.Revision <= h.Last {
-				size += revisionSize(a.pending[n].Revision)
-				n++
-			}
-		}
-		a.pending = a.pending[n:]
-		a.pendingBytes -= size
-		if len(a.pending) == 0 {
-			a.pending, a.pendingBytes = nil, 0
-		}
-		st := &a.state
-		if st.FirstRevision == 0 {
-			st.FirstRevision, st.FirstTime = h.First, h.FirstTime
-		}
-		st.LastRevision, st.LastTime = h.Last, h.LastTime
-		st.Segments++
-		if there == nil {
-			st.Bytes += int64(len(data))
-		}
-		a.mu.Unlock()
-		if there != nil {
+			a.stored(*there, 0)
 			a.o.Log.Info("Another agent of this archive stored the segment from this revision first (one that ran before this one and had not stopped yet, or one beside it); going on after it",
-				"first", h.First, "last", h.Last)
+				"first", there.First, "last", there.Last)
 			continue
 		}
+		a.stored(h, len(data))
 		a.o.Log.V(1).Info("Stored a segment", "first", h.First, "last", h.Last, "changes", h.Changes, "bytes", len(data))
 	}
+}
+
+// stored drops from pending the revisions that the stored segment h holds,
+// and counts it in the state; written is what this agent wrote of it (0
+// for another agent's, whose revisions the watch may still bring: they
+// are dropped as they come).
+func (a *Archiver) stored(h segmentHeader, written int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.skipThrough = max(a.skipThrough, h.Last)
+	n, size := 0, 0
+	for n < len(a.pending) && a.pending[n].Revision.Revision <= h.Last {
+		size += revisionSize(a.pending[n].Revision)
+		n++
+	}
+	a.pending = a.pending[n:]
+	a.pendingBytes -= size
+	if len(a.pending) == 0 {
+		a.pending, a.pendingBytes = nil, 0
+	}
+	st := &a.state
+	if st.FirstRevision == 0 {
+		st.FirstRevision, st.FirstTime = h.First, h.FirstTime
+	}
+	st.LastRevision, st.LastTime = h.Last, h.LastTime
+	st.Segments++
+	st.Bytes += int64(written)
 }
 
 // put stores one segment. A segment at its name that holds the same

@@ -88,7 +88,8 @@
 //     goal of none. The manager runs with -f2.memory-limit (512Mi) in
 //     MEMORY_LIMIT, as the Deployment's Downward API gives it, so with the
 //     soft memory limit it would have in such a pod (the peak heap in use
-//     while scaling is held to 512 MiB too). The manager's heap is then read from its own /metrics
+//     while scaling is held to 512 MiB too). The manager's heap is then
+//     read from its own /metrics
 //     (go_memstats_heap_inuse_bytes, the goal: at most 512 MiB with every
 //     pod cached), once as it is and once after a full GC that
 //     /debug/pprof/heap?gc=1 forces, beside process_resident_memory_bytes

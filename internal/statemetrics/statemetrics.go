@@ -15,7 +15,8 @@ import (
 
 // Source is what one controller exports: the gauges it may emit (besides
 // tend_resource_condition), and how it lists its objects from the cache
-// and emits them.
+// and emits them. Collect is given the cache's own objects: it must not
+// change them.
 type Source struct {
 	Descs   []*prometheus.Desc
 	Collect func(ctx context.Context, r client.Reader, e *Emitter) error
@@ -64,7 +65,17 @@ func Bool(b bool) float64 {
 // NewCollector is the prometheus.Collector of sources, reading r. Add
 // registers one for the manager; tests collect from one of their own.
 func NewCollector(r client.Reader, sources ...Source) prometheus.Collector {
-	return &collector{reader: r, sources: sources}
+	return &collector{reader: readOnly{r}, sources: sources}
+}
+
+// readOnly lists the cache's own objects, not copies of them: a Source
+// only reads what it lists, and must not change it. Copying every object
+// of every kind at every scrape was 15% of the manager's allocations in
+// F2 (1,000 PodSets, read each second by the benchmark).
+type readOnly struct{ client.Reader }
+
+func (r readOnly) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.Reader.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...)
 }
 
 // collector is the prometheus.Collector of the sources.

@@ -444,7 +444,7 @@ func reportF2(b *testing.B, sh shape, samples []f2Sample, limit int64) {
 	name := "F2 " + sh.String()
 	cond := unlimitedBudget.String()
 	if limit > 0 {
-		cond += fmt.Sprintf("; %s=%d (%s MiB), soft limit at tend's default share of it", manager.MemoryLimitEnv, limit, mib(float64(limit)))
+		cond += fmt.Sprintf("; %s=%d (%s MiB), soft limit at tend's default %d%% of it", manager.MemoryLimitEnv, limit, mib(float64(limit)), manager.DefaultOptions().SoftMemoryLimitPercent)
 	} else {
 		cond += "; no memory limit"
 	}

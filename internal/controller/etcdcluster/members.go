@@ -103,9 +103,12 @@ func unhealthySince(c *etcdv1alpha1.EtcdCluster, name, id string, now time.Time)
 }
 
 // healthRequeue is when the next health check is due: soon while a member
-// is unhealthy, at the moment its replacement would be due, else the
-// steady interval.
+// is unhealthy, at the moment its replacement would be due, at the idle
+// interval while every member is idle (see idle), else the steady one.
 func healthRequeue(c *etcdv1alpha1.EtcdCluster, views []memberView, now time.Time) time.Duration {
+	if idle(c, views) {
+		return requeueIdle
+	}
 	policy := replacementOf(c)
 	next := requeueSteady
 	for _, v := range views {
@@ -118,6 +121,26 @@ func healthRequeue(c *etcdv1alpha1.EtcdCluster, views []memberView, now time.Tim
 		}
 	}
 	return next
+}
+
+// idle tells whether the members need no closer look than requeueIdle:
+// each votes, answered healthy with no alarm or error to report, and
+// keeps its database file below nearQuota of the quota. Whatever the
+// member pods' probes see starts a pass at once through their watch; the
+// health check is for what they do not, of which a database that
+// approaches its quota (NOSPACE stops every write) is the one that can
+// come quickly, so those clusters keep the steady interval.
+func idle(c *etcdv1alpha1.EtcdCluster, views []memberView) bool {
+	if len(views) == 0 {
+		return false
+	}
+	limit := int64(float64(quotaOf(c)) * nearQuota)
+	for _, v := range views {
+		if !v.Healthy || v.IsLearner || len(v.Errors) > 0 || v.DataLost || v.DBSize >= limit {
+			return false
+		}
+	}
+	return true
 }
 
 func replaceView(views []memberView, id etcd.MemberID, change func(*memberView)) []memberView {

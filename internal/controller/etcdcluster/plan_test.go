@@ -204,7 +204,17 @@ func TestViewsOfTimesIllHealth(t *testing.T) {
 func TestHealthRequeue(t *testing.T) {
 	g := NewWithT(t)
 	c := testCluster(nil)
-	g.Expect(healthRequeue(c, []memberView{member(0, 0)}, t0)).To(Equal(requeueSteady))
+	g.Expect(healthRequeue(c, []memberView{member(0, 0), member(1, 0)}, t0)).To(Equal(requeueIdle), "healthy members, far from the quota")
+	full := member(1, 0)
+	full.DBSize = quotaOf(c) * 3 / 4
+	g.Expect(healthRequeue(c, []memberView{member(0, 0), full}, t0)).To(Equal(requeueSteady), "a database at three quarters of the quota")
+	full.DBSize--
+	g.Expect(healthRequeue(c, []memberView{member(0, 0), full}, t0)).To(Equal(requeueIdle), "just below three quarters")
+	alarm := member(1, 0)
+	alarm.Errors = []string{"memberID:257 alarm:NOSPACE"}
+	g.Expect(healthRequeue(c, []memberView{member(0, 0), alarm}, t0)).To(Equal(requeueSteady), "an alarm")
+	g.Expect(healthRequeue(c, []memberView{member(0, 0), learnerAt(1, true, 100)}, t0)).To(Equal(requeueSteady), "a learner")
+	g.Expect(healthRequeue(c, nil, t0)).To(Equal(requeueSteady), "no member seen")
 	g.Expect(healthRequeue(c, []memberView{sick(1, t0)}, t0)).To(Equal(requeueUnreachable))
 	g.Expect(healthRequeue(c, []memberView{sick(1, t0.Add(-5*time.Minute+time.Second))}, t0)).To(Equal(time.Second))
 }

@@ -123,6 +123,14 @@ const (
 	// spec: it times member replacement and notices failures that no
 	// Kubernetes event reports.
 	requeueSteady = 30 * time.Second
+	// requeueIdle spaces the health checks of a cluster whose members are
+	// idle (see idle): at it, a check costs each member less than a
+	// Prometheus scrape of its metrics at the default interval (a
+	// minute) does.
+	requeueIdle = time.Minute
+	// nearQuota is the share of the quota from which a member's database
+	// keeps its cluster at the steady interval.
+	nearQuota = 0.75
 )
 
 // scope is what the phases of one pass share.

@@ -403,5 +403,5 @@
 // third variant makes the pass's requests on connections kept open, to
 // show what opening the TLS connections adds. After -args:
 // -f1.check-samples (3), -f1.check-ops (300 per sample), -f1.check-idle,
-// -f1.check-interval (30s, the controller's steady requeue).
+// -f1.check-interval (1m, the controller's requeue of an idle cluster).
 package etcd

@@ -29,8 +29,8 @@ var (
 	flagChecksSamples = flag.Int("f1.check-samples", 3, "F1 checks: samples of each variant")
 	flagChecksOps     = flag.Int("f1.check-ops", 300, "F1 checks: operations per sample (passes, connections or scrapes)")
 	flagChecksIdle    = flag.Duration("f1.check-idle", 10*time.Second, "F1 checks: the idle window before each sample that sets the members' idle CPU rate")
-	flagCheckInterval = flag.Duration("f1.check-interval", 30*time.Second,
-		"F1 checks: how often Tend checks an idle cluster (the EtcdCluster controller's steady requeue; F1 measures 2 passes per cluster-minute)")
+	flagCheckInterval = flag.Duration("f1.check-interval", time.Minute,
+		"F1 checks: how often Tend checks an idle cluster (the EtcdCluster controller's idle requeue)")
 )
 
 // BenchmarkF1Checks measures what Tend's health check of an idle

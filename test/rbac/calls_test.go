@@ -842,6 +842,16 @@ func (a *analysis) readsOf(s site, seen map[types.Object]bool) reads {
 		if sel, ok := s.p.info.Selections[x]; ok && sel.Kind() == types.FieldVal {
 			return a.fieldReads(sel.Obj().(*types.Var), seen, x.Pos())
 		}
+	case *ast.CompositeLit:
+		// A reader's wrapper, a struct that embeds one: the reader it is
+		// given.
+		if inner := embeddedReaders(s, x); len(inner) > 0 {
+			var r reads
+			for _, e := range inner {
+				r.add(a.readsOf(e, seen))
+			}
+			return r
+		}
 	case *ast.Ident:
 		v, ok := s.p.info.Uses[x].(*types.Var)
 		if !ok || seen[v] {
@@ -858,6 +868,38 @@ func (a *analysis) readsOf(s site, seen map[types.Object]bool) reads {
 	}
 	a.issue(s.expr.Pos(), "a reader from %s, which this check cannot follow to the cache or the apiserver", nodeString(s.expr))
 	return reads{}
+}
+
+// embeddedReaders are the values that a struct literal gives to the
+// fields of its type that embed a client.Reader or client.Client.
+func embeddedReaders(s site, lit *ast.CompositeLit) []site {
+	t := s.p.info.TypeOf(lit)
+	if t == nil {
+		return nil
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return nil
+	}
+	var out []site
+	for i, elt := range lit.Elts {
+		var field *types.Var
+		if kv, ok := elt.(*ast.KeyValueExpr); ok {
+			key, _ := kv.Key.(*ast.Ident)
+			field, _ = s.p.info.Uses[key].(*types.Var)
+			elt = kv.Value
+		} else if i < st.NumFields() {
+			field = st.Field(i)
+		}
+		if field == nil || !field.Embedded() {
+			continue
+		}
+		if named, ok := field.Type().(*types.Named); ok && named.Obj().Pkg() != nil && named.Obj().Pkg().Path() == clientPkg &&
+			(named.Obj().Name() == "Reader" || named.Obj().Name() == "Client") {
+			out = append(out, site{p: s.p, decl: s.decl, expr: elt})
+		}
+	}
+	return out
 }
 
 // litParamReads follows a reader parameter of a function literal that is
@@ -947,6 +989,7 @@ func TestAnalysisFollowsCalls(t *testing.T) {
 		"list configmaps",
 		"list jobs.batch",
 		"list poddisruptionbudgets.policy",
+		"list replicasets.apps",
 		"list secrets",
 		"list statefulsets.apps",
 		"patch configmaps/status",

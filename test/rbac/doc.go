@@ -9,9 +9,10 @@
 // For, Owns, Watches and IndexField start informers; an owner reference
 // that blocks deletion needs update on the owner's finalizers; Event
 // recorders need create and patch on their Events API. Object types are
-// mapped to resources through internal/scheme, and an object of interface
+// mapped to resources through internal/scheme, an object of interface
 // type is followed to what reaches it through parameters and local
-// variables. What libraries the manager calls into need (the webhook's
+// variables, and a reader's wrapper (a struct that embeds a client.Reader
+// or client.Client) to the reader it embeds. What libraries the manager calls into need (the webhook's
 // certificate rotator, leader election, the metrics endpoint's
 // authentication) is listed by hand, and applies while the code calls
 // them.

@@ -1,12 +1,14 @@
 package etcdcluster
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/tend-dev/tend/api/etcd/v1alpha1"
@@ -338,4 +340,22 @@ func TestBackupInFlight(t *testing.T) {
 			NewWithT(t).Expect(backupInFlight(b)).To(Equal(tt.want))
 		})
 	}
+}
+
+// TestCompactionLooksAgainSoon: the pages a compaction frees may start a
+// defragmentation round, so the pass that compacts asks for the next look
+// within requeueStep, not at the idle cluster's interval.
+func TestCompactionLooksAgainSoon(t *testing.T) {
+	g := NewWithT(t)
+	c := testCluster(nil)
+	fm := &fakeMembers{clusters: map[string]*fakeCluster{}}
+	fc := fm.add(c, memberName(c, 0))
+	r := &Reconciler{Recorder: events.NewFakeRecorder(10)}
+	s := &scope{cluster: c, now: t0, cli: &fakeClient{f: fm, fc: fc}}
+	w := &world{}
+	w.maint.compaction = compaction{by: compactedByTend, revisions: 1000}
+	g.Expect(r.runCompact(context.Background(), s, w, decision{compact: 4000})).To(Succeed())
+	g.Expect(fc.compactions).To(Equal([]int64{4000}))
+	g.Expect(w.maint.status.Compaction.Revision).To(BeEquivalentTo(4000))
+	g.Expect(s.requeue).To(Equal(requeueStep))
 }

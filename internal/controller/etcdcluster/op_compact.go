@@ -19,6 +19,11 @@ const compactTimeout = time.Minute
 
 // runCompact drops the history older than the retention.
 func (r *Reconciler) runCompact(ctx context.Context, s *scope, w *world, d decision) error {
+	// The pages a compaction frees may put a member past the
+	// defragmentation threshold: the next look comes soon, not at the idle
+	// interval. Compactions are minutes apart (planCompaction), and so are
+	// these looks.
+	s.requeueAfter(requeueStep)
 	return r.compact(ctx, s, w, d.compact, fmt.Sprintf("%s kept", w.maint.compaction))
 }
 

@@ -3,6 +3,7 @@ package podset
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -77,6 +78,15 @@ type scaleUp struct {
 	maxOver int
 	// cpu is the controller's CPU time in the window, kwokCPU kwok's.
 	cpu, kwokCPU time.Duration
+	// machine is the whole machine's CPU time from the phase's first write
+	// until every pod was Ready (machineCPU).
+	machine time.Duration
+}
+
+// busy is the share of the machine's cores that were busy until every pod
+// was Ready.
+func (s scaleUp) busy() float64 {
+	return s.machine.Seconds() / (s.ready.Seconds() * float64(runtime.NumCPU()))
 }
 
 func (s scaleUp) createRate() float64 { return float64(s.pods) / s.created.Seconds() }
@@ -127,7 +137,7 @@ func (r *rig) measureScaleUp(b *testing.B, c *controller, t *tracker, ns string,
 	cpu, kwokCPU := c.cpu(), r.kwok.cpu()
 	t.mark()
 	profiled := r.profile(ctx, c, phase)
-	start := time.Now()
+	start, machine := time.Now(), machineCPU()
 	if err := r.createAll(ctx, sets); err != nil {
 		b.Fatalf("creating the %ss: %v", k, err)
 	}
@@ -135,6 +145,7 @@ func (r *rig) measureScaleUp(b *testing.B, c *controller, t *tracker, ns string,
 	if res.created, res.ready, err = t.waitReady(ctx, sh.total(), readyTimeout(sh.total()), c.err); err != nil {
 		b.Fatalf("%s %s: %v; its log: %s\n%s", k, sh, err, c.log, tail(c.log, 20))
 	}
+	res.machine = machineCPU() - machine
 	if err := r.waitStatus(ctx, c, ns, sh.sets, 5*time.Minute); err != nil {
 		b.Fatalf("%s %s: waiting for the status to show every pod Ready: %v", k, sh, err)
 	}
@@ -155,9 +166,9 @@ func (r *rig) measureScaleUp(b *testing.B, c *controller, t *tracker, ns string,
 	res.writes = window.Controller(k.resource(), sh.sets)
 	res.kubelet = window.Sum(func(q Request) bool { return q.IsWrite() && WriterOf(q) == WriterKubelet })
 	res.maxOver = t.now().maxOver
-	b.Logf("%s %s %s: Ready in %s s (created %s s, status %s s); writes %+v; %g passes; CPU %s s, kwok's %s s; window %v",
+	b.Logf("%s %s %s: Ready in %s s (created %s s, status %s s); writes %+v; %g passes; CPU %s s, kwok's %s s, the machine's %s s to all Ready; window %v",
 		k, sh, bud.name, seconds(res.ready), seconds(res.created), seconds(res.status), res.writes, res.reconciles,
-		seconds(res.cpu), seconds(res.kwokCPU), window.ByResource(Request.IsWrite))
+		seconds(res.cpu), seconds(res.kwokCPU), seconds(res.machine), window.ByResource(Request.IsWrite))
 	return res
 }
 
@@ -188,6 +199,7 @@ func (r *rig) runRaw(b *testing.B, n int, waitReady bool) scaleUp {
 		b.Fatal(err)
 	}
 	t.mark()
+	machine := machineCPU()
 	err = parallel(n, *flagRawWorkers, func(i int) error {
 		tmpl := template(fmt.Sprintf("raw%03d", i%100), r.nodes[i%len(r.nodes)])
 		pod := &corev1.Pod{
@@ -205,6 +217,7 @@ func (r *rig) runRaw(b *testing.B, n int, waitReady bool) scaleUp {
 		if res.created, res.ready, err = t.waitReady(ctx, n, readyTimeout(n), func() error { return nil }); err != nil {
 			b.Fatal(err)
 		}
+		res.machine = machineCPU() - machine
 	} else if res.created, err = t.waitSeen(ctx, n, readyTimeout(n)); err != nil {
 		b.Fatal(err)
 	}
@@ -216,8 +229,8 @@ func (r *rig) runRaw(b *testing.B, n int, waitReady bool) scaleUp {
 	window := after.Sub(before)
 	res.writes.Pods = window.Sum(func(q Request) bool { return q.IsWrite() && q.Target() == "pods" })
 	res.kubelet = window.Sum(func(q Request) bool { return q.IsWrite() && WriterOf(q) == WriterKubelet })
-	b.Logf("raw %d pods, %d workers: created in %s s (%.0f pods/s), Ready in %s s (0: not waited for)",
-		n, *flagRawWorkers, seconds(res.created), res.createRate(), seconds(res.ready))
+	b.Logf("raw %d pods, %d workers: created in %s s (%.0f pods/s), Ready in %s s (0: not waited for); machine CPU %s s",
+		n, *flagRawWorkers, seconds(res.created), res.createRate(), seconds(res.ready), seconds(res.machine))
 	t.close()
 	if err := r.deletePods(ctx, ns); err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -473,6 +474,15 @@ func reportF2(b *testing.B, sh shape, samples []f2Sample, limit int64) {
 			podset: spread(each(func(s f2Sample) float64 { return s.ps.writesPerPod() }), "%.3f") + "; " +
 				cells(func(s f2Sample) string { return breakdown(s.ps.writes) }),
 			conditions: cond,
+		},
+		{
+			bench: name, measure: "machine CPU seconds to all Ready (busy share of its cores)",
+			podset: spread(each(func(s f2Sample) float64 { return s.ps.machine.Seconds() }), "%.0f") +
+				" (" + spread(each(func(s f2Sample) float64 { return s.ps.busy() }), "%.2f") + ")",
+			raw: spread(each(func(s f2Sample) float64 { return s.raw.machine.Seconds() }), "%.0f") +
+				" (" + spread(each(func(s f2Sample) float64 { return s.raw.busy() }), "%.2f") + ")",
+			ratio:      spread(each(func(s f2Sample) float64 { return s.ps.machine.Seconds() / s.raw.machine.Seconds() }), "%.2f"),
+			conditions: fmt.Sprintf("%s; every process on the machine (/proc/stat), %d cores; PodSet/RS column: PodSet ÷ raw", cond, runtime.NumCPU()),
 		},
 		{
 			bench: name, measure: "controller CPU seconds to all Ready (kwok's)",

@@ -278,6 +278,32 @@ func (p *process) cpu() time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
+// machineCPU is the CPU time that every process on the machine has used
+// since it booted: /proc/stat's first line, all but its idle and iowait
+// columns (and the guest ones, which user already counts).
+func machineCPU() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	// user nice system idle iowait irq softirq steal
+	for i, f := range fields[1:9] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f, 10, 64)
+		busy += v
+	}
+	// In clock ticks of 1/100 s (USER_HZ, 100 on Linux).
+	return time.Duration(busy) * 10 * time.Millisecond
+}
+
 // tail returns the last n lines of a file, for error messages.
 func tail(path string, n int) string {
 	data, err := os.ReadFile(path)

@@ -68,6 +68,7 @@ vet: ## Run go vet.
 lint: ## Run golangci-lint (.golangci.yml), the e2e and chart tests and hack/cluster's Go included.
 	linter="$$(nice -n 19 $(TOOLCHAIN) golangci-lint)" && nice -n 19 "$$linter" run --build-tags e2e,chart ./... && \
 		cd hack/cluster && nice -n 19 "$$linter" run ./...
+	$(STAGE_DONE)
 
 .PHONY: verify
 verify: verify-cluster ## Fail if generated files, tool pins or go.mod are out of date.
@@ -109,15 +110,20 @@ test-toolchain: ## Build the tools that make test needs before the e2e tests int
 .PHONY: test-late-tools
 test-late-tools:
 	nice -n 19 $(TOOLCHAIN) --parallel $(LATE_TEST_TOOLS)
+	$(STAGE_DONE)
 
 .PHONY: test
 test: ## Everything CI runs: verify, alert rules, the chart, unit, envtest, e2e, Helm install and short chaos tests, lint.
 	@start=$$(date +%s); for stage in $(TEST_STAGES); do \
 		t=$$(date +%s); \
 		case "$$stage" in *" "*) set -- $$stage; par="-j$$# -O";; *) par="";; esac; \
-		$(MAKE) --no-print-directory $$par $$stage || { echo "make test: $$stage failed after $$(( $$(date +%s) - t ))s" >&2; exit 1; }; \
+		STAGE_START=$$t $(MAKE) --no-print-directory $$par $$stage || { echo "make test: $$stage failed after $$(( $$(date +%s) - t ))s" >&2; exit 1; }; \
 		echo "make test: $$stage took $$(( $$(date +%s) - t ))s"; \
 	done; echo "make test: passed in $$(( $$(date +%s) - start ))s"
+
+# The last line of each target that make test runs beside others: when it
+# finished within its stage (their output is printed target by target).
+STAGE_DONE = @[ -z "$${STAGE_START:-}" ] || echo "make test: $@ finished $$(( $$(date +%s) - STAGE_START ))s into its stage"
 
 .PHONY: test-rules
 test-rules: ## Check the alerts (config/prometheus) with promtool, from Debian's pinned prometheus package.
@@ -133,12 +139,14 @@ test-chart: ## Lint and render the Helm chart over each values file in dist/char
 test-unit: toolchain-envtest ## Unit and envtest tests (a real kube-apiserver and etcd).
 	KUBEBUILDER_ASSETS="$$($(TOOLCHAIN) --envtest)" go test $(GO_TEST_FLAGS) ./...
 	cd hack/cluster && go test -count=1 ./...
+	$(STAGE_DONE)
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on the local cluster: brings it up, deploys Tend from its image.
 	hack/cluster/up.sh
 	rm -f $(E2E_TIMES); rc=0; $(CLUSTER_GO_TEST) -tags e2e $(E2E_TEST_FLAGS) ./test/e2e/... -args -e2e.times=$(E2E_TIMES) || rc=$$?; \
 		cat $(E2E_TIMES) 2>/dev/null || true; exit $$rc
+	$(STAGE_DONE)
 
 .PHONY: test-helm
 test-helm: ## Install Tend with the chart (helm install --wait) over the local cluster's Tend and run a sample.
@@ -166,6 +174,7 @@ test-chaos-short: ## The chaos suite's reduced form for CI: a few kills of each 
 	hack/cluster/up.sh
 	rm -f $(CHAOS_TABLE); rc=0; $(CLUSTER_GO_TEST) -tags e2e -count=1 -parallel $(CHAOS_PARALLEL) -timeout 45m ./test/chaos/... -args -chaos.short -chaos.table=$(CHAOS_TABLE) || rc=$$?; \
 		cat $(CHAOS_TABLE) 2>/dev/null || true; exit $$rc
+	$(STAGE_DONE)
 
 .PHONY: bench
 bench: toolchain-envtest ## Run the benchmarks; they print figures and never fail on time.

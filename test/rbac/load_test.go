@@ -53,8 +53,14 @@ type listed struct {
 // load type-checks the packages of the main module that pattern needs,
 // pattern included, with the go command run in root.
 func load(root, pattern string) (*program, error) {
-	cmd := exec.Command("go", "list", "-export", "-deps",
-		"-json=ImportPath,Dir,GoFiles,CgoFiles,Export,Module,Error", pattern)
+	args := []string{"list", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,CgoFiles,Export,Module,Error"}
+	if raceBuild {
+		// Under go test -race (make test), the export data of the race
+		// build that the other packages' tests make beside this one: on a
+		// cold cache, a build of its own compiled every dependency again.
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pattern)...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -56,6 +56,22 @@ func put(t *testing.T, c *Client, n int) {
 	}
 }
 
+// storageVersionWritten waits until every member at endpoints reports its
+// storage version. A v3.6 member writes it into its database only after the
+// cluster's version is decided and its first term is in the database, and
+// tries again every 4 s (etcd's storage version monitor): a snapshot taken
+// before then carries no version.
+func storageVersionWritten(t *testing.T, c *Client, endpoints ...string) {
+	t.Helper()
+	for _, endpoint := range endpoints {
+		NewWithT(t).Eventually(func(g Gomega) {
+			st, err := c.cli.Status(callCtx(t), endpoint)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.StorageVersion).NotTo(BeEmpty(), "the storage version of %s", endpoint)
+		}).WithTimeout(15 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}
+}
+
 // statusOf returns the status of member id.
 func statusOf(g Gomega, statuses []MemberStatus, id MemberID) MemberStatus {
 	s, ok := index(statuses)[id]

@@ -88,6 +88,7 @@ func TestSnapshotFrom(t *testing.T) {
 	c := clientOf(t, cluster)
 	put(t, c, 50)
 	statuses := allHealthy(t, c, 2)
+	storageVersionWritten(t, c, cluster.ClientURLs()...)
 
 	dir := t.TempDir()
 	taken := map[string]bool{}

@@ -11,7 +11,8 @@ type SnapshotInfo struct {
 	Size int64
 	// Version is the storage version of the database, such as "3.6.0":
 	// the etcd minor release that restores it. Empty from members older
-	// than v3.6.
+	// than v3.6, and from a v3.6 member in its first seconds, before it has
+	// written its storage version.
 	Version string
 	// SHA256 is the hex SHA-256 of every byte written (the database and
 	// the SHA-256 that etcd appends to it), which SnapshotFrom computes

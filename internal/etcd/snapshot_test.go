@@ -22,6 +22,7 @@ func TestSnapshot(t *testing.T) {
 	c := clientOf(t, cluster)
 	const keys = 200
 	put(t, c, keys)
+	storageVersionWritten(t, c, cluster.ClientURLs()...)
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "snapshot.db")

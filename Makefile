@@ -86,16 +86,14 @@ verify-cluster:
 
 # make test runs the stages below in this order. The first builds the tools
 # that the cluster and the tests need, two tool builds side by side (nothing
-# when the cache has them), and beside them compiles the packages that the
-# later stages import (test-compile-cache). Where a stage mostly waits, other
-# work runs beside it: the unit and envtest tests and the build of Helm and
-# krew beside the e2e tests (which wait for pods, members and timers with the
-# two cores half idle), and lint beside the chaos suite (which waits out the
-# manager's Lease). The compile, the builds and lint run at the lowest CPU
-# priority (nice), so that they take the cores only when the work beside them
-# leaves them idle. Each stage's output is printed whole when it ends (-O),
-# with its time.
-TEST_STAGES := "test-toolchain test-compile-cache" verify test-rules cluster-up "test-e2e test-unit test-late-tools" test-chart test-helm "test-chaos-short lint"
+# when the cache has them). Where a stage mostly waits, other work runs beside
+# it: the unit and envtest tests and the build of Helm and krew beside the e2e
+# tests (which wait for pods, members and timers with the two cores half
+# idle), and lint beside the chaos suite (which waits out the manager's
+# Lease). The build and lint run at the lowest CPU priority (nice), so that
+# they take the cores only when the tests beside them leave them idle. Each
+# stage's output is printed whole when it ends (-O), with its time.
+TEST_STAGES := test-toolchain verify test-rules cluster-up "test-e2e test-unit test-late-tools" test-chart test-helm "test-chaos-short lint"
 # The tools that the stages before the e2e tests use, the longest builds
 # first (hack/toolchain.sh --parallel). Helm and krew are built beside the
 # e2e tests, golangci-lint by the lint stage.
@@ -108,22 +106,6 @@ LATE_TEST_TOOLS := helm krew
 .PHONY: test-toolchain
 test-toolchain: ## Build the tools that make test needs before the e2e tests into the cache (~/.cache/tend), two builds at a time.
 	$(TOOLCHAIN) --parallel $(TEST_TOOLS)
-	$(STAGE_DONE)
-
-# test-compile-cache compiles every package that this module's packages and
-# tests import (the standard library's and other modules': all but this
-# module's own), without linking, into Go's build cache: as the tests on the
-# local cluster and the tend image build them (CLUSTER_GO_TEST's settings,
-# with the e2e and chart tags) and as the unit tests do (-race). On a cold
-# machine the e2e tests otherwise start only after that compile, with the
-# unit tests compiling beside them; here it fills the cores that the tool
-# builds leave idle while they link. With a warm cache it takes seconds.
-DEPENDENCIES = go list -deps -test -f '{{if and .DepOnly (not .ForTest)}}{{.ImportPath}}{{end}}'
-.PHONY: test-compile-cache
-test-compile-cache:
-	deps=$$(CGO_ENABLED=0 $(DEPENDENCIES) -tags e2e,chart ./...) && CGO_ENABLED=0 nice -n 19 go build -trimpath -tags e2e,chart $$deps
-	deps=$$($(DEPENDENCIES) ./...) && nice -n 19 go build -race $$deps
-	$(STAGE_DONE)
 
 .PHONY: test-late-tools
 test-late-tools:

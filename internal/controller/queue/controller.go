@@ -143,6 +143,9 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// Jitter spreads a poll interval; nil means ±10% at random.
 	Jitter func(time.Duration) time.Duration
+
+	// writes tells a pass on a cache that lags the controller's own writes.
+	writes writeLog
 }
 
 // jitter returns d give or take up to 10%, so that Queues created together do

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +23,13 @@ const defaultPollInterval = 5 * time.Minute
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	q := &sqsv1alpha1.Queue{}
 	if err := r.Get(ctx, req.NamespacedName, q); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.writes.behind(q) {
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	if !q.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, q)
@@ -35,6 +42,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err := r.Patch(ctx, q, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
+		r.writes.wrote(q)
 	}
 
 	before := q.DeepCopy()

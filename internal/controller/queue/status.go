@@ -184,9 +184,13 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, q *sqsv1alpha1.Que
 	if equality.Semantic.DeepEqual(before.Status, q.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, q, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Status().Patch(ctx, q, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("writing the status: %w", err)
 	}
+	r.writes.wrote(q)
 	return nil
 }
 

@@ -251,6 +251,6 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, c *etcdv1alpha1.Etc
 	if err := r.Patch(ctx, c, patch); err != nil {
 		return fmt.Errorf("updating the finalizer: %w", err)
 	}
-	r.wrote(c)
+	r.written.Wrote(c)
 	return nil
 }

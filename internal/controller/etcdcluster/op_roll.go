@@ -88,7 +88,7 @@ func (r *Reconciler) recordLeaderMove(ctx context.Context, s *scope, u *etcdv1al
 	if err != nil {
 		return fmt.Errorf("recording the leader move in the status: %w", err)
 	}
-	r.wrote(live)
+	r.written.Wrote(live)
 	u.LeaderMoves = live.Status.Update.LeaderMoves
 	s.cluster.ResourceVersion, s.before.ResourceVersion = live.ResourceVersion, live.ResourceVersion
 	s.cluster.Status, s.before.Status = *live.Status.DeepCopy(), *live.Status.DeepCopy()

@@ -29,7 +29,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, err
 	}
-	if r.behindOwnWrite(c) {
+	if r.written.Behind(c) {
 		return ctrl.Result{RequeueAfter: requeueStale}, nil
 	}
 	if c.DeletionTimestamp == nil {
@@ -81,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // its archive answered.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.nextLook.Delete(key)
-	r.written.Delete(key)
+	r.written.Forget(key)
 	r.going.forget(key)
 	r.rolls.release(key)
 	r.revisions.Delete(key)
@@ -206,6 +206,6 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, c *etcdv1alpha1.Et
 		}
 		return fmt.Errorf("writing the status: %w", err)
 	}
-	r.wrote(c)
+	r.written.Wrote(c)
 	return nil
 }

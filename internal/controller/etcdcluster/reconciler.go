@@ -19,6 +19,7 @@ import (
 	"github.com/tend-dev/tend/internal/agentapi"
 	"github.com/tend-dev/tend/internal/etcd"
 	"github.com/tend-dev/tend/internal/fence"
+	"github.com/tend-dev/tend/internal/ownwrite"
 )
 
 // Reconciler runs EtcdClusters.
@@ -60,10 +61,8 @@ type Reconciler struct {
 	// next compaction by one retention, as etcd's own compactor does.
 	revisions sync.Map // types.NamespacedName → revisionLog
 	// written is, per cluster, the resourceVersion of Tend's last write of
-	// it, until the cache has caught up (written.go). Losing it on a
-	// restart loses nothing: a new manager's cache starts from the
-	// apiserver.
-	written sync.Map // types.NamespacedName → string
+	// it, until the cache has caught up: a pass on an older copy waits.
+	written ownwrite.Log
 	// going are the member pods Tend deleted that the pod cache may not
 	// show deleting yet (pods.go).
 	going goingPods

@@ -85,7 +85,7 @@ func (r *Reconciler) tidyAfterRecovery(ctx context.Context, s *scope, w *world) 
 		if err := r.Patch(ctx, c, patch); err != nil {
 			return fmt.Errorf("removing the used annotation %s: %w", etcdv1alpha1.AnnotationRecoverFrom, err)
 		}
-		r.wrote(c)
+		r.written.Wrote(c)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	sqsv1alpha1 "github.com/tend-dev/tend/api/sqs/v1alpha1"
 	tendaws "github.com/tend-dev/tend/internal/aws"
 	"github.com/tend-dev/tend/internal/manager"
+	"github.com/tend-dev/tend/internal/ownwrite"
 )
 
 // +kubebuilder:rbac:groups=sqs.tend.dev,resources=queues,verbs=list;watch;patch
@@ -144,8 +145,11 @@ type Reconciler struct {
 	// Jitter spreads a poll interval; nil means ±10% at random.
 	Jitter func(time.Duration) time.Duration
 
-	// writes tells a pass on a cache that lags the controller's own writes.
-	writes writeLog
+	// writes is, per Queue, the resourceVersion of the controller's last
+	// write of it, until the cache has caught up: a pass on an older copy
+	// waits, since its empty status would make a queue it just created
+	// look like one to adopt.
+	writes ownwrite.Log
 }
 
 // jitter returns d give or take up to 10%, so that Queues created together do

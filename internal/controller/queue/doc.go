@@ -24,9 +24,8 @@
 // one is asked or runs), status.go turns outcomes and errors into
 // conditions and writes the status once per pass, and connection.go hands
 // out the SQS clients, never one for an endpoint that the operator's
-// allow-list (endpoints.go) does not allow; writes.go remembers the
-// resourceVersion of its last write of each Queue, so that a pass on a cache
-// that has not seen it yet waits instead of acting on the old status. The
-// package must not keep state between passes beyond caches that can be
-// rebuilt (a restart that loses that record costs one more status write).
+// allow-list (endpoints.go) does not allow. A pass whose cached Queue is
+// older than the controller's own last write of it waits instead of acting
+// on the old status (internal/ownwrite). The package must not keep state
+// between passes beyond caches that can be rebuilt.
 package queue

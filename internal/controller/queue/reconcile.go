@@ -19,16 +19,21 @@ import (
 // defaultPollInterval applies when the spec has none (the CRD defaults it).
 const defaultPollInterval = 5 * time.Minute
 
+// cacheLagRetry is how soon a pass that found the cache behind the
+// controller's own last write looks again. The Queue's status-only updates
+// start no pass (the For predicate), so the retry is on a timer.
+const cacheLagRetry = 250 * time.Millisecond
+
 // Reconcile brings one Queue's SQS queue in line with its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	q := &sqsv1alpha1.Queue{}
 	if err := r.Get(ctx, req.NamespacedName, q); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.writes.forget(req.NamespacedName)
+			r.writes.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.writes.behind(q) {
+	if r.writes.Behind(q) {
 		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	if !q.DeletionTimestamp.IsZero() {
@@ -42,7 +47,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err := r.Patch(ctx, q, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
-		r.writes.wrote(q)
+		r.writes.Wrote(q)
 	}
 
 	before := q.DeepCopy()

@@ -190,7 +190,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, q *sqsv1alpha1.Que
 		}
 		return fmt.Errorf("writing the status: %w", err)
 	}
-	r.writes.wrote(q)
+	r.writes.Wrote(q)
 	return nil
 }
 

@@ -82,6 +82,4 @@ func TestAPassOnACacheBehindItsOwnWritesWritesNothing(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res).To(Equal(ctrl.Result{}))
 	g.Expect(writes).To(Equal(2))
-	_, recorded := r.writes.last.Load(req.NamespacedName)
-	g.Expect(recorded).To(BeFalse(), "the record is dropped once the cache caught up")
 }

@@ -8,17 +8,17 @@ go 1.26.0
 
 require (
 	github.com/google/go-containerregistry v0.22.1
-	google.golang.org/grpc v1.79.3
-	k8s.io/cri-api v0.36.3
+	google.golang.org/grpc v1.84.0
+	k8s.io/cri-api v0.37.2
 )
 
 require (
-	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
-	golang.org/x/net v0.49.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.33.0 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260128011058-8636f8732409 // indirect
-	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

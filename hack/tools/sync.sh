@@ -3,11 +3,13 @@
 # versions are pinned.
 #
 #   hack/tools/sync.sh           rewrite each go.mod from versions.env, then tidy
+#                                and align the shared modules (align.py)
 #   hack/tools/sync.sh --check   fail if a go.mod disagrees with versions.env
-#                                (offline; `make verify` runs it)
+#                                or the alignment (offline; `make verify` runs it)
 set -euo pipefail
 
 tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$tools/../.." && pwd)
 # shellcheck source=../versions.env
 source "$tools/../versions.env"
 
@@ -25,6 +27,32 @@ pins() {
 	echo "golangci-lint github.com/golangci/golangci-lint/v2 $GOLANGCI_LINT_VERSION"
 	echo "helm helm.sh/helm/v4 $HELM_VERSION"
 	echo "krew sigs.k8s.io/krew $KREW_VERSION"
+}
+
+# aligned prints the module directories whose shared requirements align.py
+# raises to one version each, so that the Go build cache serves their common
+# packages once: the tools that make test builds before and beside its tests,
+# Tend's own module (its test and image builds) and hack/cluster's. The etcd
+# groups are not among them: they are Tend's operand, built with exactly the
+# dependencies of their release. Nor are golangci-lint (its analysers follow
+# their own golang.org/x/tools), kwok (benchmarks only) and krew (client-go
+# v11, which no later client-go replaces).
+aligned() {
+	local group
+	for group in kubernetes containerd coredns local-path-provisioner controller-gen helm; do
+		echo "$tools/$group"
+	done
+	echo "$root"
+	echo "$root/hack/cluster"
+}
+
+# align [--check] runs align.py over the aligned modules, leaving the pinned
+# modules to versions.env.
+align() {
+	local exclude
+	exclude=$(pins | awk '{print $2}' | sort -u | paste -sd,)
+	# shellcheck disable=SC2046 # one directory per line, no spaces
+	python3 "$tools/align.py" --exclude "$exclude" "$@" $(aligned)
 }
 
 # required GROUP MODULE prints the version that GROUP's go.mod requires of MODULE.
@@ -76,6 +104,7 @@ check() {
 			fi
 		done < <(replaced "$group")
 	done
+	align --check || bad=1
 	return $bad
 }
 
@@ -96,6 +125,7 @@ sync() {
 	for group in $(pins | awk '{print $1}' | sort -u); do
 		(cd "$tools/$group" && go mod tidy)
 	done
+	align
 	check
 }
 

@@ -90,9 +90,10 @@ def align(dirs, exclude):
     # until a round changes nothing.
     for _ in range(10):
         reqs = {d: requirements(d, exclude) for d in dirs}
+        tops = highest(reqs)
         moved = False
         for d in dirs:
-            edits = [f"-require={p}@{top}" for p, (top, ds) in highest(reqs).items()
+            edits = [f"-require={p}@{top}" for p, (top, ds) in tops.items()
                      if d in ds and reqs[d][0][p] != top]
             if edits:
                 subprocess.run(["go", "mod", "edit", *edits], cwd=d, check=True)
